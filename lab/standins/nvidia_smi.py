@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Lab stand-in for nvidia-smi: replays real captures of an 8x RTX PRO 6000 host.
+
+Installed by the lab's stand-in ``nvidia-smi`` package. It answers the forms
+of nvidia-smi that were captured (``-L``, ``-q``, ``--query-gpu``, ``topo -m``,
+``--version``) from the files under DATA, substituting only what depends on
+the installed packages: the driver version (taken from the "loaded" kernel
+module at /proc/driver/nvidia/version) and the CUDA version of its branch.
+Like the real tool it fails when no module is loaded, or when the loaded
+module and this library differ ("Driver/library version mismatch").
+
+The captures hold per-GPU UUIDs and bus ids of GPU 0 only; those of GPUs 1-7
+are derived from GPU 0's (marked in the data as synthesized).
+"""
+import os
+import re
+import sys
+
+DATA = os.environ.get("LAB_NVIDIA_SMI_DATA", "/usr/share/lab-standin/nvidia-smi")
+LIB_VERSION = "@LIB_VERSION@"  # replaced when the package is built
+CAPTURED_DRIVER = "580.95.05"
+CUDA_BY_BRANCH = {"570": "12.8", "575": "12.9", "580": "13.0", "590": "13.1"}
+PROC_VERSION = "/proc/driver/nvidia/version"
+
+
+def read(name):
+    with open(os.path.join(DATA, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def loaded_version():
+    try:
+        text = open(PROC_VERSION, encoding="utf-8").read()
+    except OSError:
+        return None
+    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else None
+
+
+def gpus(driver):
+    """Per-GPU records from the captures."""
+    qtext = read("nvidia-smi-q.txt")
+    uuid0 = re.search(r"GPU UUID\s*:\s*(\S+)", qtext).group(1)
+    bus0 = re.search(r"^GPU (\S+)", qtext, re.M).group(1)
+    devid = re.search(r"Device Id\s*:\s*(\S+)", qtext).group(1)
+    persist = re.search(r"Persistence Mode\s*:\s*(\S+)", qtext).group(1)
+    vbios = re.search(r"VBIOS Version\s*:\s*(\S+)", qtext).group(1)
+    pstate = re.search(r"Performance State\s*:\s*(\S+)", qtext).group(1)
+    rows = read("query-gpu-name-mem-driver-cc.csv").strip().splitlines()[1:]
+    out = []
+    for i, row in enumerate(rows):
+        name, mem, _drv, cc = [c.strip() for c in row.split(",")]
+        # GPU 0 is captured; GPUs 1-7: synthesized from GPU 0 (last UUID group, bus number)
+        uuid = uuid0 if i == 0 else uuid0[:-2] + "%02x" % ((int(uuid0[-2:], 16) + i) % 256)
+        bus_num = int(bus0.split(":")[1], 16) + (0 if i < 4 else 0x80) + 0x10 * (i % 4)
+        bus = "%s:%02X:%s" % (bus0.split(":")[0], bus_num, bus0.split(":")[2])
+        out.append({
+            "index": str(i), "name": name, "uuid": uuid, "pci.bus_id": bus,
+            "pci.device_id": devid, "driver_version": driver, "compute_cap": cc,
+            "memory.total": mem.split()[0], "persistence_mode": persist, "pstate": pstate,
+            "vbios_version": vbios, "count": str(len(rows)),
+        })
+    return out
+
+
+UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB"}
+
+
+def query(fields, fmt, records):
+    opts = [o.strip() for o in fmt.split(",")]
+    if "csv" not in opts:
+        die("stand-in nvidia-smi: only --format=csv is replayed", 2)
+    lines = []
+    if "noheader" not in opts:
+        lines.append(", ".join(f + (f" [{UNITS[f]}]" if f in UNITS and "nounits" not in opts else "")
+                               for f in fields))
+    for rec in records:
+        vals = []
+        for f in fields:
+            if f not in rec:
+                die(f'Field "{f}" is not a valid field to query.', 2)
+            v = rec[f]
+            if f in UNITS and "nounits" not in opts:
+                v += " " + UNITS[f]
+            vals.append(v)
+        lines.append(", ".join(vals))
+    print("\n".join(lines))
+
+
+def die(msg, rc):
+    print(msg)
+    sys.exit(rc)
+
+
+def main(argv):
+    loaded = loaded_version()
+    if loaded is None:
+        die("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+            "Make sure that the latest NVIDIA driver is installed and running.", 9)
+    if loaded != LIB_VERSION:
+        die("Failed to initialize NVML: Driver/library version mismatch\n"
+            f"NVML library version: {LIB_VERSION.rsplit('.', 1)[0]}", 18)
+    cuda = CUDA_BY_BRANCH.get(loaded.split(".")[0], "13.0")
+    records = gpus(loaded)
+    sel = None
+    if "-i" in argv:
+        sel = argv[argv.index("-i") + 1]
+        records = [r for r in records if r["index"] == sel or r["uuid"] == sel]
+        argv = [a for j, a in enumerate(argv) if a != "-i" and (j == 0 or argv[j - 1] != "-i")]
+    subst = lambda s: s.replace(CAPTURED_DRIVER, loaded).replace("CUDA Version                              : 13.0",
+                                                                  "CUDA Version                              : " + cuda)
+    q = [a for a in argv if a.startswith("--query-gpu=")]
+    f = [a for a in argv if a.startswith("--format=")]
+    if q:
+        query(q[0].split("=", 1)[1].split(","), f[0].split("=", 1)[1] if f else "csv", records)
+    elif argv[:1] == ["-L"]:
+        for r in records:
+            print(f"GPU {r['index']}: {r['name']} (UUID: {r['uuid']})")
+    elif argv[:1] == ["-q"] and "-x" not in argv:
+        text = subst(read("nvidia-smi-q.txt"))
+        head, _, gpu0 = text.partition("\nGPU ")
+        blocks = []
+        for r in records:
+            g = gpu0.replace(gpus(loaded)[0]["uuid"], r["uuid"])
+            g = g.replace(gpus(loaded)[0]["pci.bus_id"], r["pci.bus_id"], 1)
+            g = re.sub(r"(Minor Number\s*:\s*)\d+", r"\g<1>" + r["index"], g)
+            blocks.append("GPU " + r["pci.bus_id"] + g[g.index("\n"):])
+        print(head + "\n" + "\n".join(blocks), end="")
+    elif argv[:2] == ["topo", "-m"]:
+        print(read("topo.txt"), end="")
+    elif argv[:1] == ["--version"]:
+        print(f"NVIDIA-SMI version  : {loaded}\nNVML version        : {loaded.rsplit('.', 1)[0]}\n"
+              f"DRIVER version      : {loaded}\nCUDA Version        : {cuda}")
+    elif not argv:
+        print(f"NVIDIA-SMI {loaded}    Driver Version: {loaded}    CUDA Version: {cuda}")
+        for r in records:
+            print(f"|   {r['index']}  {r['name']:<40} {r['persistence_mode']:<8} |   {r['pci.bus_id']} |"
+                  f"  {r['memory.total']}MiB |")
+    else:
+        die(f"stand-in nvidia-smi: {' '.join(argv)} was not captured; see {DATA}", 2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,130 @@
+"""Lab stand-in for ``python -m sglang.launch_server``.
+
+It takes sglang's command line as the pinned commit defines it (the options
+in sglang/srt/server_args.py of this tree; an unknown option is an error, as
+with the real parser), checks the model directory, and answers the server's
+HTTP endpoints. It loads no model and needs no GPU: a chat completion returns
+a short fixed text so that callers can check the plumbing, not the model.
+"""
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sglang.srt.server_args import prepare_server_args
+from sglang.version import __version__
+
+
+def model_config(path):
+    cfg = os.path.join(path, "config.json")
+    if not os.path.isfile(cfg):
+        raise SystemExit(f"sglang (lab stand-in): no config.json under model path {path!r}")
+    with open(cfg, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+class State:
+    ready = False
+    started = time.time()
+
+
+def make_handler(args, config):
+    served = args.served_model_name or args.model_path
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = f"sglang-lab-standin/{__version__}"
+
+        def log_message(self, fmt, *a):
+            sys.stderr.write("[http] " + fmt % a + "\n")
+
+        def reply(self, code, body, ctype="application/json"):
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def authorised(self):
+            if not args.api_key:
+                return True
+            if self.headers.get("Authorization") == f"Bearer {args.api_key}":
+                return True
+            self.reply(401, {"error": "unauthorized"})
+            return False
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path in ("/health", "/health_generate"):
+                return self.reply(200 if State.ready else 503, b"", "text/plain")
+            if not self.authorised():
+                return None
+            if path == "/v1/models":
+                return self.reply(200, {"object": "list", "data": [
+                    {"id": served, "object": "model", "owned_by": "sglang", "root": served,
+                     "max_model_len": config.get("max_position_embeddings", 4096)}]})
+            if path in ("/get_model_info", "/model_info"):
+                return self.reply(200, {"model_path": args.model_path, "tokenizer_path": args.model_path,
+                                        "is_generation": True,
+                                        "model_type": config.get("model_type"),
+                                        "architectures": config.get("architectures")})
+            if path in ("/get_server_info", "/server_info"):
+                info = dict(vars(args))
+                info.pop("api_key", None)
+                info["version"] = __version__
+                info["lab_standin"] = True
+                return self.reply(200, info)
+            if path == "/metrics" and args.enable_metrics:
+                return self.reply(200, b"sglang:num_running_reqs 0\n", "text/plain; version=0.0.4")
+            return self.reply(404, {"error": f"not found: {path}"})
+
+        def do_POST(self):
+            path = self.path.split("?", 1)[0]
+            if not self.authorised():
+                return None
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                return self.reply(400, {"error": "invalid JSON"})
+            if path == "/v1/chat/completions":
+                if not State.ready:
+                    return self.reply(503, {"error": "server is starting"})
+                text = "Hello from the lab stand-in of sglang."
+                return self.reply(200, {
+                    "id": "chatcmpl-lab", "object": "chat.completion", "created": int(time.time()),
+                    "model": served,
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": len(json.dumps(body.get("messages", []))) // 4,
+                              "completion_tokens": 9, "total_tokens": 9}})
+            return self.reply(404, {"error": f"not found: {path}"})
+
+    return Handler
+
+
+def main(argv=None):
+    args = prepare_server_args(sys.argv[1:] if argv is None else argv)
+    config = model_config(args.model_path)
+    delay = float(os.environ.get("SGLANG_LAB_STARTUP_SECONDS", "1"))
+    httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config))
+    print(f"sglang {__version__} (lab stand-in) serving {args.model_path} as "
+          f"{args.served_model_name or args.model_path} on {args.host}:{args.port}, tp_size={args.tp_size}",
+          flush=True)
+
+    def ready_later():
+        time.sleep(delay)
+        State.ready = True
+        print("The server is fired up and ready to roll!", flush=True)
+
+    threading.Thread(target=ready_later, daemon=True).start()
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
