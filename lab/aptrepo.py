@@ -192,10 +192,10 @@ def build(www: Path) -> Path:
     repo = www / REPO_PATH
     sources = [Path(__file__).read_bytes(), *[p.read_bytes() for p in sorted(STANDINS.glob("*.py"))],
                *[p.read_bytes() for p in sorted(RTX_CAPTURES.iterdir())]]
-    key = digest(sources)
-    stamp = repo / ".lab-digest"
     keyring = Keyring()
     keyring.ensure()
+    key = digest([*sources, keyring.public_armored()])
+    stamp = repo / ".lab-digest"
     if stamp.is_file() and stamp.read_text() == key:
         return repo
     log(f"building the stand-in NVIDIA apt repository ({len(DRIVER_VERSIONS)} driver and "

@@ -118,6 +118,12 @@ def docker(*args: str, capture: bool = True, check: bool = True, quiet: bool = T
 def bridge_gateway() -> str:
     """The host's address on Docker's default bridge: where containers reach the stand-ins."""
     out = docker("network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}").stdout.strip()
-    if not out:
-        raise LabError("cannot find the gateway address of Docker's bridge network")
-    return out
+    if out:
+        return out
+    # Older engines leave the gateway out of the network's description: read the bridge interface.
+    name = docker("network", "inspect", "bridge", "--format",
+                  '{{index .Options "com.docker.network.bridge.name"}}').stdout.strip() or "docker0"
+    addr = run(["ip", "-4", "-o", "addr", "show", "dev", name], capture=True, quiet=True, check=False).stdout.split()
+    if "inet" in addr:
+        return addr[addr.index("inet") + 1].split("/")[0]
+    raise LabError(f"cannot find the address of Docker's bridge network (interface {name})")

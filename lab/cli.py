@@ -1,0 +1,95 @@
+"""The lab's one command line: ``python3 -m lab {up,site,test,down,status}``."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from . import aptrepo, engine, hosts, image, paths, serve, sglang_repo, tools, wheels
+from .util import LabError, log
+
+
+def up(with_hosts: list[str] | None = None, fresh: bool = False) -> dict[str, str]:
+    """Make this machine ready: engine, image, tools, stand-ins, servers (and hosts)."""
+    engine.ensure_host_packages()
+    started = engine.Engine().ensure()
+    venv = tools.ensure_venv()
+    tools.collections_root()
+    tag = image.ensure_image()
+    www = paths.sub("www")
+    aptrepo.build(www)
+    wheels.build(www)
+    sglang_repo.build(paths.sub("git"))
+    addr = engine.bridge_gateway()
+    for svc in serve.services(addr):
+        svc.ensure()
+    for host in with_hosts or []:
+        hosts.start(host, tag, fresh=fresh)
+    env = tools.tool_env(venv)
+    env["BLACKWELL_LAB_SSH_KEY"] = str(hosts.ssh_key())
+    env["BLACKWELL_LAB_IMAGE"] = tag
+    env["BLACKWELL_LAB_ENGINE_STARTED"] = "1" if started else "0"
+    return env
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    up(args.hosts or ["lab-gpu-1"])
+    log(f"lab is up; state in {paths.state_dir()}")
+    return 0
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    env = up(["lab-gpu-1"], fresh=args.fresh)
+    cmd = ["ansible-playbook", "-i", str(paths.REPO / "inventories" / "lab"),
+           str(paths.REPO / "playbooks" / "site.yml"), *args.ansible_args]
+    log("running " + " ".join(cmd))
+    return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    env = up()
+    cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
+           "-o", "console_output_style=classic", *args.pytest_args]
+    log("running " + " ".join(cmd))
+    return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    if engine.docker_answers():
+        hosts.remove_all()
+        try:
+            addr = engine.bridge_gateway()
+            for svc in serve.services(addr):
+                svc.stop()
+        except LabError:
+            pass
+    engine.Engine().stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("up", help="make this machine ready and start lab hosts")
+    p.add_argument("hosts", nargs="*", help=f"lab hosts to start (default lab-gpu-1; known: {', '.join(hosts.LAB_HOSTS)})")
+    p.set_defaults(func=cmd_up)
+    p = sub.add_parser("site", help="run playbooks/site.yml against the lab host lab-gpu-1 over SSH")
+    p.add_argument("--fresh", action="store_true", help="start from a new, bare lab host")
+    p.add_argument("ansible_args", nargs=argparse.REMAINDER, help="passed to ansible-playbook (after --)")
+    p.set_defaults(func=cmd_site)
+    p = sub.add_parser("test", help="run every test (unit, lint, sanity, Molecule, lab converge)")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (after --)")
+    p.set_defaults(func=cmd_test)
+    p = sub.add_parser("down", help="remove lab hosts and stop what the lab started")
+    p.set_defaults(func=cmd_down)
+    args = parser.parse_args(argv)
+    for attr in ("ansible_args", "pytest_args"):
+        val = getattr(args, attr, None)
+        if val and val[0] == "--":
+            setattr(args, attr, val[1:])
+    try:
+        return args.func(args)
+    except LabError as exc:
+        print(f"lab: {exc}", file=sys.stderr)
+        return 1

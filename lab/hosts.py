@@ -1,0 +1,78 @@
+"""Lab hosts: systemd containers reached over SSH, like real servers.
+
+Each host publishes its sshd on a loopback port of this machine; Ansible
+connects there as root with the lab's key. Hosts reach the stand-in servers
+under the name ``lab-mirror``. A host is restarted by Docker when its systemd
+exits, so that a reboot from a play comes back as a reboot does.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from . import paths
+from .engine import bridge_gateway, docker
+from .util import LabError, log, run, wait_for
+
+# host name -> SSH port on 127.0.0.1 (inventories/lab/hosts.yml lists the same)
+LAB_HOSTS = {"lab-gpu-1": 22201, "lab-gpu-2": 22202, "lab-gpu-3": 22203}
+PREFIX = "blackwell-lab-"
+MIRROR_NAME = "lab-mirror"
+
+
+def ssh_key() -> Path:
+    d = paths.sub("ssh")
+    key = d / "id_ed25519"
+    if not key.exists():
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "blackwell-lab", "-f", str(key)])
+    return key
+
+
+def container(host: str) -> str:
+    return PREFIX + host
+
+
+def running(host: str) -> bool:
+    out = docker("inspect", "-f", "{{.State.Running}}", container(host), check=False)
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
+def ssh_ok(host: str) -> bool:
+    proc = subprocess.run(
+        ["ssh", "-q", "-i", str(ssh_key()), "-p", str(LAB_HOSTS[host]), "-o", "BatchMode=yes",
+         "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=2",
+         "root@127.0.0.1", "true"], capture_output=True)
+    return proc.returncode == 0
+
+
+def start(host: str, image: str, *, fresh: bool = False) -> None:
+    if host not in LAB_HOSTS:
+        raise LabError(f"unknown lab host {host!r}; known: {', '.join(LAB_HOSTS)}")
+    if fresh:
+        remove(host)
+    if running(host) and ssh_ok(host):
+        return
+    if not running(host):
+        docker("rm", "-f", container(host), check=False)
+        log(f"starting lab host {host} (ssh on 127.0.0.1:{LAB_HOSTS[host]})")
+        docker("run", "-d", "--name", container(host), "--hostname", host,
+               "--cap-add", "SYS_ADMIN", "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+               "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--stop-signal", "RTMIN+3",
+               "--restart", "unless-stopped", "--add-host", f"{MIRROR_NAME}:{bridge_gateway()}",
+               "-p", f"127.0.0.1:{LAB_HOSTS[host]}:22", "--label", "blackwell-lab=host",
+               image, "/lib/systemd/systemd")
+    pub = ssh_key().with_suffix(".pub").read_text()
+    docker("exec", container(host), "sh", "-c",
+           f"mkdir -p -m 700 /root/.ssh && printf '%s' '{pub.strip()}\n' > /root/.ssh/authorized_keys "
+           "&& chmod 600 /root/.ssh/authorized_keys")
+    wait_for(f"ssh on {host}", lambda: ssh_ok(host), timeout=60)
+
+
+def remove(host: str) -> None:
+    docker("rm", "-f", container(host), check=False)
+
+
+def remove_all() -> None:
+    out = docker("ps", "-aq", "--filter", "label=blackwell-lab=host", check=False).stdout.split()
+    if out:
+        docker("rm", "-f", *out, check=False)

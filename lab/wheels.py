@@ -1,0 +1,90 @@
+"""A PEP 503 package index holding stand-ins for GPU-only wheels too heavy for CI.
+
+torch's CUDA build, sgl-kernel (535 MB), flashinfer-cubin (150 MB) and the
+NVIDIA packages that flashinfer-python pulls in are replaced by small wheels
+with the same names and versions. Everything else (flashinfer-python 0.6.3,
+transformers 5.2.0, ...) comes from the real PyPI: the roles put this index
+where production has the PyTorch index, which is searched before PyPI.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+from .util import digest, log
+
+# (distribution, version, top-level module, module source)
+STANDINS = [
+    ("torch", "2.9.1+cu129", "torch",
+     '__version__ = "2.9.1+cu129"\n\n\nclass version:\n    cuda = "12.9"\n\n\nclass cuda:\n'
+     '    @staticmethod\n    def is_available():\n        return False\n'),
+    ("sgl-kernel", "0.3.21", "sgl_kernel", '__version__ = "0.3.21"\n'),
+    ("flashinfer-cubin", "0.6.3", "flashinfer_cubin", '__version__ = "0.6.3"\n'),
+    ("flashinfer-jit-cache", "0.6.3+cu129", "flashinfer_jit_cache", '__version__ = "0.6.3+cu129"\n'),
+    ("nvidia-cutlass-dsl", "4.3.4", "nvidia_cutlass_dsl", '__version__ = "4.3.4"\n'),
+    ("nvidia-cudnn-frontend", "1.13.0", "cudnn", '__version__ = "1.13.0"\n'),
+]
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _record_line(path: str, data: bytes) -> str:
+    h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={h},{len(data)}"
+
+
+def build_wheel(dist: str, version: str, module: str, source: str) -> tuple[str, bytes]:
+    stem = f"{dist.replace('-', '_')}-{version}"
+    info = f"{stem}.dist-info"
+    files = {
+        f"{module}/__init__.py": (f'"""Lab stand-in of {dist} {version}: no GPU code inside."""\n' + source).encode(),
+        f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n"
+                             f"Summary: Lab stand-in of {dist} (blackwell.serving lab)\n").encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: blackwell-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "\n".join(_record_line(p, d) for p, d in files.items()) + f"\n{info}/RECORD,,\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, data in [*files.items(), (f"{info}/RECORD", record.encode())]:
+            zi = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
+            zi.external_attr = 0o644 << 16
+            zf.writestr(zi, data)
+    return f"{stem}-py3-none-any.whl", buf.getvalue()
+
+
+def build(www: Path) -> Path:
+    """Write www/simple/<project>/index.html and www/packages/*.whl."""
+    simple = www / "simple"
+    key = digest([Path(__file__).read_bytes()])
+    stamp = simple / ".lab-digest"
+    if stamp.is_file() and stamp.read_text() == key:
+        return simple
+    log(f"building the stand-in wheel index ({len(STANDINS)} GPU-only wheels)")
+    for d in (simple, www / "packages"):
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+    projects = []
+    for dist, version, module, source in STANDINS:
+        fname, data = build_wheel(dist, version, module, source)
+        (www / "packages" / fname).write_bytes(data)
+        proj = normalise(dist)
+        projects.append(proj)
+        (simple / proj).mkdir()
+        sha = hashlib.sha256(data).hexdigest()
+        (simple / proj / "index.html").write_text(
+            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\">"
+            f"{html.escape(fname)}</a>\n</body></html>\n")
+    (simple / "index.html").write_text(
+        "<!DOCTYPE html>\n<html><body>\n" + "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))
+        + "</body></html>\n")
+    stamp.write_text(key)
+    return simple
