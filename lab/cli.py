@@ -29,6 +29,7 @@ def up(with_hosts: list[str] | None = None, fresh: bool = False) -> dict[str, st
     env = tools.tool_env(venv)
     env["BLACKWELL_LAB_SSH_KEY"] = str(hosts.ssh_key())
     env["BLACKWELL_LAB_IMAGE"] = tag
+    env["BLACKWELL_LAB_GATEWAY"] = addr
     env["BLACKWELL_LAB_ENGINE_STARTED"] = "1" if started else "0"
     return env
 
@@ -52,7 +53,17 @@ def cmd_test(args: argparse.Namespace) -> int:
     cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
            "-o", "console_output_style=classic", *args.pytest_args]
     log("running " + " ".join(cmd))
-    return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
+    try:
+        return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
+    finally:
+        if env["BLACKWELL_LAB_ENGINE_STARTED"] == "1":
+            # leave the machine as it was: stop what this run started, and only that
+            cmd_down(args)
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    venv = tools.ensure_venv()
+    return subprocess.call([str(venv / "bin" / "python"), "-m", "lab.docs"], cwd=str(paths.REPO))
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -81,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("test", help="run every test (unit, lint, sanity, Molecule, lab converge)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (after --)")
     p.set_defaults(func=cmd_test)
+    p = sub.add_parser("docs", help="regenerate the role README variable tables from the argument specs")
+    p.set_defaults(func=cmd_docs)
     p = sub.add_parser("down", help="remove lab hosts and stop what the lab started")
     p.set_defaults(func=cmd_down)
     args = parser.parse_args(argv)

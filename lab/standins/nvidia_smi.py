@@ -20,7 +20,7 @@ DATA = os.environ.get("LAB_NVIDIA_SMI_DATA", "/usr/share/lab-standin/nvidia-smi"
 LIB_VERSION = "@LIB_VERSION@"  # replaced when the package is built
 CAPTURED_DRIVER = "580.95.05"
 CUDA_BY_BRANCH = {"570": "12.8", "575": "12.9", "580": "13.0", "590": "13.1"}
-PROC_VERSION = "/proc/driver/nvidia/version"
+PROC_VERSION = os.environ.get("LAB_NVIDIA_PROC_VERSION", "/proc/driver/nvidia/version")
 
 
 def read(name):

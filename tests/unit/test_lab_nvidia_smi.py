@@ -1,0 +1,67 @@
+"""The stand-in nvidia-smi replays the real RTX PRO 6000 captures, and fails like the real one."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+SCRIPT = REPO / "lab" / "standins" / "nvidia_smi.py"
+DATA = FIXTURES / "gpu" / "rtx-pro-6000-x8-real"
+
+
+def smi(tmp_path, *args, loaded="580.95.05", lib="580.95.05", flavour="Open Kernel Module"):
+    script = tmp_path / "nvidia-smi"
+    script.write_text(SCRIPT.read_text().replace("@LIB_VERSION@", lib))
+    env = dict(os.environ, LAB_NVIDIA_SMI_DATA=str(DATA), LAB_NVIDIA_PROC_VERSION=str(tmp_path / "version"))
+    if loaded:
+        (tmp_path / "version").write_text(
+            f"NVRM version: NVIDIA UNIX {flavour} for x86_64  {loaded}  Release Build  (lab)  \n")
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env)
+
+
+def test_query_replays_the_capture_exactly(tmp_path):
+    out = smi(tmp_path, "--query-gpu=name,memory.total,driver_version,compute_cap", "--format=csv")
+    assert out.returncode == 0
+    assert out.stdout == (DATA / "query-gpu-name-mem-driver-cc.csv").read_text()
+
+
+def test_q_of_gpu0_replays_the_capture(tmp_path):
+    out = smi(tmp_path, "-q", "-i", "0")
+    assert out.returncode == 0
+    assert out.stdout == (DATA / "nvidia-smi-q.txt").read_text()
+
+
+def test_topo_replays_the_capture(tmp_path):
+    assert smi(tmp_path, "topo", "-m").stdout == (DATA / "topo.txt").read_text()
+
+
+def test_eight_distinct_gpus(tmp_path):
+    out = smi(tmp_path, "--query-gpu=index,uuid,pci.bus_id,compute_cap", "--format=csv,noheader")
+    rows = [r.split(", ") for r in out.stdout.splitlines()]
+    assert len(rows) == 8
+    assert len({r[1] for r in rows}) == 8 and len({r[2] for r in rows}) == 8
+    assert {r[3] for r in rows} == {"12.0"}
+
+
+def test_driver_version_follows_the_loaded_module(tmp_path):
+    out = smi(tmp_path, "--query-gpu=driver_version", "--format=csv,noheader", loaded="580.105.08", lib="580.105.08")
+    assert out.stdout.splitlines() == ["580.105.08"] * 8
+
+
+def test_mismatch_between_module_and_library_fails_like_nvml(tmp_path):
+    out = smi(tmp_path, "-L", loaded="580.82.07", lib="580.95.05")
+    assert out.returncode == 18
+    assert "Driver/library version mismatch" in out.stdout
+
+
+def test_no_module_loaded(tmp_path):
+    out = smi(tmp_path, "-L", loaded=None)
+    assert out.returncode == 9
+    assert "couldn't communicate with the NVIDIA driver" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["--query-gpu=bogus.field", "--format=csv"], ["-q", "-x"]])
+def test_what_was_not_captured_is_an_error(tmp_path, args):
+    assert smi(tmp_path, *args).returncode != 0

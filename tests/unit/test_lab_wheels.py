@@ -1,0 +1,43 @@
+"""The stand-in wheel index: installable wheels with the real names and versions."""
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+from lab import wheels
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self.hrefs.append(dict(attrs)["href"])
+
+
+@pytest.fixture(scope="module")
+def www(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    wheels.build(root)
+    return root
+
+
+@pytest.mark.parametrize("dist,version", [(d, v) for d, v, _, _ in wheels.STANDINS])
+def test_each_stand_in_is_listed_with_a_hash(www, dist, version):
+    page = (www / "simple" / wheels.normalise(dist) / "index.html").read_text()
+    parser = Links()
+    parser.feed(page)
+    assert len(parser.hrefs) == 1
+    href = parser.hrefs[0]
+    assert f"-{version}-py3-none-any.whl#sha256=" in href
+
+
+def test_stand_ins_install_and_say_what_they_are(www, tmp_path):
+    files = sorted(str(p) for p in (www / "packages").glob("*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(tmp_path), *files], check=True)
+    meta = (tmp_path / "torch-2.9.1+cu129.dist-info" / "METADATA").read_text()
+    assert "Version: 2.9.1+cu129" in meta and "Lab stand-in" in meta
