@@ -1,0 +1,186 @@
+#!/usr/bin/python
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_facts
+short_description: Gather NVIDIA GPU and driver facts
+version_added: 0.1.0
+description:
+  - Gathers, from C(nvidia-smi) and C(/proc/driver/nvidia/version), the GPU count, names, UUIDs, PCI ids,
+    compute capability, memory, driver version, whether the loaded kernel module is the open or the
+    proprietary one, and persistence mode.
+  - Also lists NVIDIA display devices on the PCI bus (from sysfs), so that GPUs are seen before any driver
+    is installed.
+  - With no GPU, no driver, or a driver that does not answer, it reports that in RV(ansible_facts.nvidia_gpu.state)
+    rather than failing.
+author: blackwell.serving contributors
+options:
+  nvidia_smi:
+    description: The nvidia-smi to run; by default the one on the PATH (or C(/usr/bin/nvidia-smi)).
+    type: path
+  proc_version_path:
+    description: Where the loaded kernel module reports its version.
+    type: path
+    default: /proc/driver/nvidia/version
+  sysfs_pci_path:
+    description: The sysfs directory listing PCI devices.
+    type: path
+    default: /sys/bus/pci/devices
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  blackwell.serving.gpu_facts:
+
+- name: Show the compute capabilities
+  ansible.builtin.debug:
+    var: ansible_facts['nvidia_gpu']['compute_capabilities']
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    nvidia_gpu:
+      description: What the host's GPUs and driver report.
+      type: dict
+      contains:
+        state:
+          description:
+            - C(ok) when nvidia-smi answered; C(no_nvidia_smi) when it is not installed; C(driver_not_loaded)
+              when no kernel module answers; C(version_mismatch) when the loaded module and the user-space
+              library differ (a reboot is due); C(error) otherwise.
+          type: str
+          sample: ok
+        message:
+          description: What nvidia-smi said when it did not answer.
+          type: str
+        count:
+          description: Number of GPUs nvidia-smi reports (0 when it does not answer).
+          type: int
+          sample: 8
+        gpus:
+          description: One entry per GPU.
+          type: list
+          elements: dict
+          sample:
+            - index: 0
+              name: NVIDIA RTX PRO 6000 Blackwell Server Edition
+              uuid: GPU-99727d6c-c34d-688e-afa9-8b2fa2ba610a
+              pci_bus_id: "00000000:01:00.0"
+              pci_device_id: "0x2BB5"
+              compute_capability: "12.0"
+              compute_capability_major: 12
+              memory_total_mib: 97887
+              driver_version: 580.95.05
+              persistence_mode: Enabled
+        names:
+          description: The distinct GPU names.
+          type: list
+          elements: str
+        compute_capabilities:
+          description: The distinct compute capabilities, for example V(12.0).
+          type: list
+          elements: str
+        driver_version:
+          description: The driver version nvidia-smi reports, or null.
+          type: str
+        kernel_module:
+          description: C(open) or C(proprietary) for the loaded kernel module; null when none is loaded.
+          type: str
+        kernel_module_version:
+          description: The version of the loaded kernel module, or null.
+          type: str
+        persistence_mode:
+          description: The distinct persistence modes.
+          type: list
+          elements: str
+        pci_devices:
+          description: NVIDIA display devices on the PCI bus, with or without a driver.
+          type: list
+          elements: dict
+"""
+
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.serving.plugins.module_utils import nvidia
+
+
+def read_pci(path):
+    entries = []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    for addr in names:
+        vals = []
+        for f in ("vendor", "device", "class"):
+            try:
+                with open(os.path.join(path, addr, f), encoding="ascii") as fh:
+                    vals.append(fh.read().strip())
+            except OSError:
+                vals.append("")
+        entries.append((addr, *vals))
+    return nvidia.nvidia_pci_devices(entries)
+
+
+def gather(module):
+    p = module.params
+    proc = None
+    try:
+        with open(p["proc_version_path"], encoding="utf-8") as fh:
+            proc = nvidia.parse_proc_version(fh.read())
+    except OSError:
+        proc = None
+    facts = {"state": "ok", "message": "", "gpus": [], "pci_devices": read_pci(p["sysfs_pci_path"])}
+    smi = p["nvidia_smi"] or shutil.which("nvidia-smi") or "/usr/bin/nvidia-smi"
+    if not os.path.exists(smi):
+        facts.update(state="no_nvidia_smi", message=f"{smi} not found")
+    else:
+        rc, out, err = module.run_command(
+            [smi, f"--query-gpu={','.join(nvidia.QUERY_FIELDS)}", "--format=csv,noheader,nounits"])
+        text = (out + err).strip()
+        if rc == 0:
+            try:
+                facts["gpus"] = nvidia.gpus_from_query(nvidia.parse_query_csv(out, nvidia.QUERY_FIELDS))
+            except ValueError as exc:
+                facts.update(state="error", message=str(exc))
+        elif "version mismatch" in text:
+            facts.update(state="version_mismatch", message=text)
+        elif "couldn't communicate with the NVIDIA driver" in text or rc == 9:
+            facts.update(state="driver_not_loaded", message=text)
+        else:
+            facts.update(state="error", message=f"rc={rc}: {text}")
+    facts.update(nvidia.summarise(facts["gpus"], proc))
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="path"),
+            proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
+            sysfs_pci_path=dict(type="path", default="/sys/bus/pci/devices"),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module)})
+
+
+if __name__ == "__main__":
+    main()
