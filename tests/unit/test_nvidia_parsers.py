@@ -111,3 +111,12 @@ def test_pci_scan_picks_nvidia_display_devices_only():
                ("0000:01:00.1", "0x10de", "0x22e8", "0x040300"),   # its audio function
                ("0000:02:00.0", "0x8086", "0x1572", "0x020000")]
     assert nvidia.nvidia_pci_devices(entries) == [{"pci_bus_id": "0000:01:00.0", "pci_device_id": "0x2BB5"}]
+
+
+def test_gpu_facts_query_captured_on_the_device_h200():
+    """The exact query gpu_facts sends, as a real H200 answered it (tests/fixtures/gpu/h200-device)."""
+    text = read(FIXTURES / "gpu" / "h200-device" / "query-gpu-facts-fields.csv")
+    gpus = nvidia.gpus_from_query(nvidia.parse_query_csv(text, nvidia.QUERY_FIELDS))
+    assert len(gpus) == 1
+    assert gpus[0]["compute_capability"] == "9.0" and gpus[0]["pci_device_id"] == "0x2335"
+    assert gpus[0]["driver_version"] == "580.159.04"
