@@ -23,7 +23,7 @@ IMAGE_REPO = "blackwell-lab/debian"
 PACKAGES = [
     "python3", "python3-apt", "systemd", "systemd-sysv", "dbus", "sudo", "ca-certificates",
     "procps", "iproute2", "openssh-server", "kmod", "gnupg", "curl", "less", "udev",
-    "locales", "cron", "unattended-upgrades", "apt-utils",
+    "locales", "cron", "unattended-upgrades", "apt-utils", "initramfs-tools",
 ]
 EXTRA_CA_DIR = Path("/usr/local/share/ca-certificates")
 IMAGE_FILES = paths.LAB_SRC / "image"
@@ -54,7 +54,7 @@ def extra_ca_certs() -> list[Path]:
 
 def image_tag() -> str:
     mirror, security = host_debian_mirrors()
-    parts: list[bytes | str] = [SUITE, mirror, security, *PACKAGES]
+    parts: list[bytes | str] = [SUITE, mirror, security, *PACKAGES, os.uname().release]
     for cert in extra_ca_certs():
         parts += [cert.name, cert.read_bytes()]
     for f in sorted(IMAGE_FILES.rglob("*")):
@@ -114,6 +114,7 @@ def _customise(rootfs: Path, mirror: str, security: str) -> None:
             target = rootfs / src.relative_to(IMAGE_FILES)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
+    _install_kernel_headers_standin(rootfs)
     wants = rootfs / "etc/systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     for unit in (IMAGE_FILES / "etc/systemd/system").glob("*.service"):
@@ -134,3 +135,26 @@ def _customise(rootfs: Path, mirror: str, security: str) -> None:
     (rootfs / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
     for key in (rootfs / "etc/ssh").glob("ssh_host_*"):
         key.unlink()  # made anew per container by the ssh-keygen unit below
+
+
+def _install_kernel_headers_standin(rootfs: Path) -> None:
+    """The simulated machine runs this host's kernel, which no Debian package matches: it ships a
+    stand-in of that kernel's headers package, as a real server's vendor kernel would ship its own."""
+    release = os.uname().release
+    stage = paths.sub("scratch") / f"linux-headers-{release}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / "DEBIAN").mkdir(parents=True)
+    (stage / "usr/src" / f"linux-headers-{release}").mkdir(parents=True)
+    (stage / "usr/src" / f"linux-headers-{release}" / "README.lab-standin").write_text(
+        f"Lab stand-in of the headers of kernel {release}.\n")
+    (stage / "DEBIAN/control").write_text(
+        f"Package: linux-headers-{release}\nVersion: 1.0-lab\nArchitecture: amd64\n"
+        "Maintainer: blackwell.serving lab <lab@localhost>\n"
+        f"Description: Lab stand-in of the headers of kernel {release}\n")
+    deb = stage.parent / f"linux-headers-{release}.deb"
+    run(["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)], capture=True, quiet=True)
+    shutil.copy(deb, rootfs / "tmp" / deb.name)
+    run(["chroot", str(rootfs), "dpkg", "-i", f"/tmp/{deb.name}"], capture=True)
+    (rootfs / "tmp" / deb.name).unlink()
+    shutil.rmtree(stage)
