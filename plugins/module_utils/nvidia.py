@@ -82,7 +82,7 @@ def parse_smi_list(text):
 def _kv(line):
     if ":" not in line:
         return None, None
-    key, _, val = line.partition(":")
+    key, val = line.split(":", 1)
     return key.strip(), val.strip()
 
 

@@ -16,7 +16,7 @@ description:
     is installed.
   - With no GPU, no driver, or a driver that does not answer, it reports that in RV(ansible_facts.nvidia_gpu.state)
     rather than failing.
-author: blackwell.serving contributors
+author: blackwell.serving maintainers (!UNKNOWN)
 options:
   nvidia_smi:
     description: The nvidia-smi to run; by default the one on the PATH (or C(/usr/bin/nvidia-smi)).
@@ -31,10 +31,13 @@ options:
     default: /sys/bus/pci/devices
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result as without it.
     support: full
   diff_mode:
+    description: Returns no diff; it changes nothing.
     support: none
   facts:
+    description: Adds C(ansible_facts.nvidia_gpu).
     support: full
 """
 
