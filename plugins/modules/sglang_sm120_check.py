@@ -119,13 +119,15 @@ def git_facts(module, path, fix_commit):
     git = shutil.which("git")
     if git is None:
         return None, None
-    rc, out, err = module.run_command([git, "-C", path, "rev-parse", "--show-toplevel"])
+    # read-only: trust the checkout whoever owns it (a service user's tree, read by root)
+    git = [git, "-c", "safe.directory=*"]
+    rc, out, err = module.run_command(git + ["-C", path, "rev-parse", "--show-toplevel"])
     if rc != 0:
         return None, None
     top = out.strip()
-    rc, head, err = module.run_command([git, "-C", top, "rev-parse", "HEAD"])
+    rc, head, err = module.run_command(git + ["-C", top, "rev-parse", "HEAD"])
     head = head.strip() if rc == 0 else None
-    rc = module.run_command([git, "-C", top, "merge-base", "--is-ancestor", fix_commit, "HEAD"])[0]
+    rc = module.run_command(git + ["-C", top, "merge-base", "--is-ancestor", fix_commit, "HEAD"])[0]
     # 0: ancestor, 1: not an ancestor, other: git cannot tell (e.g. the commit is unknown to a shallow clone)
     return {0: True, 1: False}.get(rc), head
 

@@ -14,7 +14,10 @@ for f in sorted((REPO / "roles").glob("*/defaults/main.yml")):
 SOURCES = {"nvidia_driver_repo_base_url", "cuda_toolkit_repo_base_url", "uv_venv_package_index_url",
            "sglang_repo_url", "sglang_torch_index_url", "sglang_package_index_url", "model_weights_endpoint",
            # the lab's sglang history has its own commit ids, standing in for the upstream ones
-           "sglang_commit", "sglang_sm120_fix_commit"}
+           "sglang_commit", "sglang_sm120_fix_commit",
+           # uv's managed Python downloads are out of the lab's reach (LAB_NOTES): the lab uses the host's
+           # Python 3.11 where production has a uv-managed 3.12
+           "uv_venv_python", "uv_venv_python_version"}
 
 
 @pytest.mark.parametrize("name", sorted(k for k in PROD if k in ROLE_DEFAULTS))
