@@ -50,6 +50,7 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 def cmd_test(args: argparse.Namespace) -> int:
     env = up()
+    tools.drop_installed_copies()
     cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
            "-o", "console_output_style=classic", *args.pytest_args]
     log("running " + " ".join(cmd))

@@ -76,6 +76,15 @@ def collections_root() -> Path:
     return root
 
 
+def drop_installed_copies() -> None:
+    """Remove copies of this collection that Molecule installed earlier: they would shadow the checkout."""
+    stale = paths.sub("ansible-home") / "collections" / "ansible_collections" / NAMESPACE / NAME
+    if stale.is_symlink():
+        stale.unlink()
+    elif stale.exists():
+        shutil.rmtree(stale)
+
+
 def tool_env(venv: Path) -> dict[str, str]:
     """Environment for running the tools: the venv first on PATH, collections found."""
     env = dict(os.environ)
@@ -83,6 +92,8 @@ def tool_env(venv: Path) -> dict[str, str]:
     env["VIRTUAL_ENV"] = str(venv)
     env["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root())
     env["ANSIBLE_CONFIG"] = str(paths.REPO / "ansible.cfg")
+    # Molecule installs the collection under test into ANSIBLE_HOME; keep that inside the lab's state
+    env["ANSIBLE_HOME"] = str(paths.sub("ansible-home"))
     env["PY_COLORS"] = "0"
     env["ANSIBLE_FORCE_COLOR"] = "0"
     return env
