@@ -48,3 +48,18 @@ def test_check_diff_on_a_converged_host_reports_nothing(converged):
     check = playbook(SITE, "--check", "--diff")
     assert check.returncode == 0
     assert recap(check.stdout)[HOST]["changed"] == 0
+
+
+@needs_lab
+def test_installed_collection_runs_site_by_name(converged, tmp_path):
+    """The playbook as a user of the installed collection runs it: only the installed copy on the path."""
+    from helpers import run
+    out = tmp_path / "build"
+    assert run(["ansible-galaxy", "collection", "build", "--force", "--output-path", out, REPO]).returncode == 0
+    tarball = next(out.glob("blackwell-serving-*.tar.gz"))
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "c")}
+    assert run(["ansible-galaxy", "collection", "install", "--offline", "--force", "-p", tmp_path / "c", tarball],
+               env=env).returncode == 0
+    installed = playbook("blackwell.serving.site", env=env)
+    assert installed.returncode == 0, "ansible-playbook blackwell.serving.site failed (output above)"
+    assert recap(installed.stdout)[HOST]["changed"] == 0

@@ -1,0 +1,88 @@
+"""The stand-in sglang server: sglang's command line (exact names only), and its endpoints."""
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from lab import sglang_repo
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    work = tmp_path_factory.mktemp("sglang") / "work"
+    sglang_repo.build_into(work)
+    return work / "python"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(tree, *args):
+    return subprocess.Popen([sys.executable, "-m", "sglang.launch_server", *args], cwd=tree,
+                            env={"PYTHONPATH": str(tree), "SGLANG_LAB_STARTUP_SECONDS": "0.2", "PATH": "/usr/bin:/bin"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def get(url, data=None, headers=None):
+    req = urllib.request.Request(url, data=json.dumps(data).encode() if data is not None else None,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+@pytest.fixture
+def server(tree, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "glm_moe_dsa", "architectures": ["GlmMoeDsaForCausalLM"]}))
+    port = free_port()
+    proc = launch(tree, "--model-path", str(model), "--host", "127.0.0.1", "--port", str(port), "--tp-size", "8",
+                  "--attention-backend", "flashinfer", "--kv-cache-dtype", "bf16", "--served-model-name", "glm-5",
+                  "--api-key", "sekret")
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if get(base + "/health")[0] == 200:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail(f"stand-in server did not come up: {proc.communicate()}")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_endpoints_answer(server):
+    auth = {"Authorization": "Bearer sekret"}
+    assert get(server + "/health_generate")[0] == 200
+    status, body = get(server + "/v1/models", headers=auth)
+    assert status == 200 and json.loads(body)["data"][0]["id"] == "glm-5"
+    status, body = get(server + "/get_server_info", headers=auth)
+    info = json.loads(body)
+    assert info["tp_size"] == 8 and info["kv_cache_dtype"] == "bf16" and "api_key" not in info
+    status, body = get(server + "/v1/chat/completions", {"model": "glm-5", "messages": [{"role": "user", "content": "hi"}]},
+                       headers=auth)
+    assert status == 200 and json.loads(body)["choices"][0]["message"]["content"].strip()
+    assert get(server + "/v1/models")[0] == 401
+
+
+@pytest.mark.parametrize("bad", [["--tp", "8"], ["--no-such-flag"]])
+def test_unknown_or_abbreviated_options_are_refused(tree, tmp_path, bad):
+    proc = launch(tree, "--model-path", str(tmp_path), *bad)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2 and "unrecognized arguments" in err
