@@ -46,7 +46,7 @@ def timed_playbook(env, inventory):
 REMOTE = r"""
 set -e
 R=/opt/sglang/current
-B=$(mktemp -d)
+B=$(mktemp -d -p /var/tmp)  # /tmp may be noexec
 export UV_SYSTEM_CERTS=1 UV_NO_PROGRESS=1
 # the release's exact package set; the lab's stand-in wheels by direct URL, so that both tools fetch the same files
 uv pip freeze --python $R/venv/bin/python --exclude-editable > $B/freeze.txt
@@ -81,6 +81,7 @@ rm -rf $B
 
 def main():
     env = cli.up([HOST], fresh=True)
+    print(f"sglang role on a fresh lab host ({HOST}):", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         inv = Path(tmp)
         (inv / "hosts.yml").write_text(
@@ -94,13 +95,12 @@ def main():
             "ansible_ssh_private_key_file: \"{{ lookup('ansible.builtin.env', 'BLACKWELL_LAB_SSH_KEY') }}\"\n"
             "ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n")
         first = timed_playbook(env, inv)
+        print(f"  first converge (uv_venv + sglang)      {first:8.1f} s", flush=True)
         noop = timed_playbook(env, inv)
+        print(f"  no-op rerun                            {noop:8.1f} s", flush=True)
     ssh("command -v bc >/dev/null || (apt-get update -qq && apt-get install -y -qq bc >/dev/null)")
     tools = json.loads(ssh(REMOTE).strip().splitlines()[-1])
     hosts.remove(HOST)
-    print(f"sglang role on a fresh lab host ({HOST}):")
-    print(f"  first converge (uv_venv + sglang)      {first:8.1f} s")
-    print(f"  no-op rerun                            {noop:8.1f} s")
     print(f"same {tools['packages']} packages into a fresh venv, cold caches:")
     print(f"  pip                                    {tools['pip']:8.1f} s")
     print(f"  uv                                     {tools['uv']:8.1f} s")
