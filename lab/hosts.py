@@ -63,8 +63,8 @@ def start(host: str, image: str, *, fresh: bool = False) -> None:
                image, "/lib/systemd/systemd")
     pub = ssh_key().with_suffix(".pub").read_text()
     docker("exec", container(host), "sh", "-c",
-           f"mkdir -p -m 700 /root/.ssh && printf '%s' '{pub.strip()}\n' > /root/.ssh/authorized_keys "
-           "&& chmod 600 /root/.ssh/authorized_keys")
+           f"mkdir -p -m 700 \"$HOME/.ssh\" && printf '%s\\n' '{pub.strip()}' > \"$HOME/.ssh/authorized_keys\" "
+           "&& chmod 600 \"$HOME/.ssh/authorized_keys\"")
     wait_for(f"ssh on {host}", lambda: ssh_ok(host), timeout=60)
 
 
