@@ -6,8 +6,8 @@ Prints, for one lab host, in one run:
 - a no-op rerun (what every later site.yml run pays);
 - the same package set installed into a fresh venv with pip and with uv, both with cold caches,
   and the ratio.
-Run it with the lab's tools: python3 -m lab up && python3 benchmarks/sglang_install.py
-(or `python3 -m lab bench`). Figures, not a pass/fail test.
+Run it from the repository root: python3 benchmarks/sglang_install.py (it brings the lab up itself
+and uses lab host lab-gpu-2, which it removes at the end). Figures, not a pass/fail test.
 """
 import json
 import os
