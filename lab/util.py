@@ -72,10 +72,3 @@ def digest(parts: Iterable[bytes | str]) -> str:
         h.update(part.encode() if isinstance(part, str) else part)
         h.update(b"\0")
     return h.hexdigest()[:16]
-
-
-def tree_digest(root: Path) -> Iterable[bytes]:
-    """Yield path and content of every file under root, in a stable order."""
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        yield str(path.relative_to(root)).encode()
-        yield path.read_bytes()

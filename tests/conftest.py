@@ -1,5 +1,4 @@
 """Shared test set-up: the repository and its collection on sys.path."""
-import os
 import sys
 from pathlib import Path
 
@@ -9,7 +8,3 @@ FIXTURES = REPO / "tests" / "fixtures"
 for p in (REPO, REPO / ".collections"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
-
-
-def lab_env_ready() -> bool:
-    return bool(os.environ.get("BLACKWELL_LAB_IMAGE"))
