@@ -1,4 +1,4 @@
-"""The stand-in servers: one HTTP server (apt repository, wheel index, files)
+"""The stand-in servers: one HTTP server (apt repository, wheel index, files, the Hub stand-in)
 and git's own daemon, both bound to the host's address on Docker's bridge so
 that lab hosts reach them, and nothing outside this machine does.
 
@@ -15,8 +15,8 @@ import sys
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import paths
-from .util import LabError, log, wait_for
+from . import hub, paths
+from .util import LabError, digest, log, wait_for
 
 HTTP_PORT = 8680
 GIT_PORT = 9418
@@ -40,14 +40,18 @@ def _answers(addr: str, port: int) -> bool:
 
 
 class Service:
-    def __init__(self, name: str, addr: str, port: int, argv: list[str]) -> None:
+    def __init__(self, name: str, addr: str, port: int, argv: list[str], code: list[Path] | None = None) -> None:
         self.name, self.addr, self.port, self.argv = name, addr, port, argv
         self.dir = paths.sub("run")
         self.pidfile = self.dir / f"{name}.pid"
+        self.keyfile = self.dir / f"{name}.code"
+        # a server runs its code as it was when it started: restart it when that code changed
+        self.key = digest([p.read_bytes() for p in code or []] + argv)
 
     def ensure(self) -> None:
         pid = _alive(self.pidfile)
-        if pid and _answers(self.addr, self.port):
+        current = self.keyfile.read_text() if self.keyfile.is_file() else ""
+        if pid and _answers(self.addr, self.port) and current == self.key:
             return
         if pid:
             self.stop()
@@ -57,6 +61,7 @@ class Service:
         proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(paths.REPO))
         self.pidfile.write_text(str(proc.pid))
+        self.keyfile.write_text(self.key)
         wait_for(f"the lab's {self.name} on {self.addr}:{self.port}", lambda: _answers(self.addr, self.port), 20)
         log(f"{self.name} serving on {self.addr}:{self.port} (pid {proc.pid})")
 
@@ -64,6 +69,7 @@ class Service:
         pid = _alive(self.pidfile)
         if pid:
             os.kill(pid, signal.SIGTERM)
+            wait_for(f"the lab's {self.name} to stop", lambda: _alive(self.pidfile) is None, 10, 0.1)
         self.pidfile.unlink(missing_ok=True)
 
 
@@ -71,7 +77,8 @@ def services(addr: str) -> list[Service]:
     www = paths.sub("www")
     git = paths.sub("git")
     return [
-        Service("http", addr, HTTP_PORT, [sys.executable, "-m", "lab.serve", "http", str(www), addr, str(HTTP_PORT)]),
+        Service("http", addr, HTTP_PORT, [sys.executable, "-m", "lab.serve", "http", str(www), addr, str(HTTP_PORT)],
+                code=[Path(__file__), Path(hub.__file__)]),
         Service("git-daemon", addr, GIT_PORT,
                 ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={git}", f"--listen={addr}",
                  f"--port={GIT_PORT}", str(git)]),
@@ -79,8 +86,20 @@ def services(addr: str) -> list[Service]:
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
+    """Files under ROOT, and the Hub stand-in under /hub (lab/hub.py)."""
+
     def log_message(self, fmt, *args):  # one line per request, to the service's log
         sys.stderr.write("%s %s\n" % (self.address_string(), fmt % args))
+
+    def do_GET(self):
+        if self.path.startswith(hub.PREFIX + "/"):
+            return hub.handle(self)
+        return super().do_GET()
+
+    def do_HEAD(self):
+        if self.path.startswith(hub.PREFIX + "/"):
+            return hub.handle(self, head=True)
+        return super().do_HEAD()
 
 
 def main(argv: list[str]) -> None:

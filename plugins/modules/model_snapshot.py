@@ -1,0 +1,219 @@
+#!/usr/bin/python
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: model_snapshot
+short_description: Judge a local copy of a Hugging Face model repository against one revision's manifest
+version_added: 0.2.0
+description:
+  - Lists the files of O(repo_id) at O(revision) from the Hub (or a mirror at O(endpoint)) and compares the
+    directory O(path) with that list.
+  - With O(state=inspect) (the default) it compares sizes only and reports what is missing, how many bytes a
+    download still needs and how many are free where O(path) lives. It changes nothing.
+  - With O(state=verified) it checks every file's content (SHA-256 for large files, the git blob id for small
+    ones) and, when all match, writes a marker file in O(path) that records the revision and its manifest. It
+    fails, naming the files, when any is missing or differs.
+  - Once the marker is there and every file has its recorded size, the snapshot is complete without reading the
+    files or asking the Hub, so a converged host makes no request.
+author: blackwell.serving maintainers (!UNKNOWN)
+options:
+  path:
+    description: The local directory that holds (or will hold) the snapshot.
+    type: path
+    required: true
+  repo_id:
+    description: The model repository, C(ORG/NAME).
+    type: str
+    required: true
+  revision:
+    description: The revision, a full 40-hex commit id.
+    type: str
+    required: true
+  endpoint:
+    description: The Hub's address, or a mirror's.
+    type: str
+    default: https://huggingface.co
+  token:
+    description: An access token for gated or private repositories; never logged.
+    type: str
+  state:
+    description: C(inspect) reports; C(verified) checks the content and records the marker.
+    type: str
+    choices: [inspect, verified]
+    default: inspect
+  checksum:
+    description:
+      - With O(state=verified), check each file's content, not only its size, before recording the snapshot.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for the Hub's answer.
+    type: int
+    default: 60
+attributes:
+  check_mode:
+    description: Reports in check mode what it would record; writes nothing.
+    support: full
+  diff_mode:
+    description: Returns no diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: What a download would need
+  blackwell.serving.model_snapshot:
+    path: /srv/models/GLM-5-NVFP4
+    repo_id: lukealonso/GLM-5-NVFP4
+    revision: "{{ model_weights_revision }}"
+  register: snap
+
+- name: Verify every file and record the snapshot
+  blackwell.serving.model_snapshot:
+    path: /srv/models/GLM-5-NVFP4
+    repo_id: lukealonso/GLM-5-NVFP4
+    revision: "{{ model_weights_revision }}"
+    state: verified
+"""
+
+RETURN = r"""
+complete:
+  description: Whether every file of the revision is there (with O(state=verified), with the right content).
+  returned: always
+  type: bool
+source:
+  description: C(marker) when the recorded marker decided, C(hub) when the manifest was fetched.
+  returned: always
+  type: str
+files:
+  description: Number of files in the revision.
+  returned: always
+  type: int
+total_bytes:
+  description: Size of the revision.
+  returned: always
+  type: int
+needed_bytes:
+  description: Bytes of the files that are missing or differ.
+  returned: always
+  type: int
+free_bytes:
+  description: Free bytes on the file system that holds O(path) (or its nearest existing parent).
+  returned: always
+  type: int
+missing:
+  description: Files not there.
+  returned: always
+  type: list
+  elements: str
+wrong_size:
+  description: Files whose size differs from the manifest (an interrupted download, say).
+  returned: always
+  type: list
+  elements: str
+wrong_hash:
+  description: Files of the right size whose content differs (only with O(state=verified)).
+  returned: always
+  type: list
+  elements: str
+extra:
+  description: Files under O(path) that the revision does not list.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
+
+SHA = re.compile(r"^[0-9a-f]{40}$")
+NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+
+def fetch_manifest(p):
+    url = f"{p['endpoint'].rstrip('/')}/api/models/{p['repo_id']}/tree/{p['revision']}?recursive=true"
+    headers = {"Authorization": f"Bearer {p['token']}"} if p["token"] else {}
+    entries = []
+    while url:
+        resp = open_url(url, headers=headers, timeout=p["timeout"], http_agent="blackwell.serving model_snapshot")
+        entries.extend(json.loads(resp.read()))
+        link = NEXT.search(resp.headers.get("Link") or "")
+        url = link.group(1) if link else None
+    return snapshot.normalise_manifest(entries)
+
+
+def free_bytes(path):
+    p = path
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    st = os.statvfs(p)
+    return st.f_bavail * st.f_frsize
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            repo_id=dict(type="str", required=True),
+            revision=dict(type="str", required=True),
+            endpoint=dict(type="str", default="https://huggingface.co"),
+            token=dict(type="str", no_log=True),
+            state=dict(type="str", choices=["inspect", "verified"], default="inspect"),
+            checksum=dict(type="bool", default=True),
+            timeout=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not SHA.match(p["revision"]):
+        module.fail_json(msg=f"revision must be a full 40-hex commit id; got {p['revision']!r}")
+    root = p["path"]
+    record = p["state"] == "verified"
+    verify = record and p["checksum"]
+    result = dict(changed=False, free_bytes=free_bytes(root), extra=[])
+
+    marker = snapshot.read_marker(root) if os.path.isdir(root) else None
+    if snapshot.marker_matches(marker, p["repo_id"], p["revision"]):
+        judged = snapshot.compare(root, marker["manifest"], verify=False)
+        if judged["complete"]:
+            module.exit_json(source="marker", **result, **judged)
+
+    try:
+        manifest = fetch_manifest(p)
+    except snapshot.ManifestError as exc:
+        module.fail_json(msg=f"{p['repo_id']}@{p['revision']} from {p['endpoint']}: {exc}", **result)
+    except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: say which request failed
+        detail = getattr(exc, "code", None)
+        hint = " (a token with access to the repository is needed: set model_weights_token)" if detail in (401, 403) else ""
+        module.fail_json(msg=f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: "
+                             f"{exc}{hint}", **result)
+
+    judged = snapshot.compare(root, manifest, verify=verify)
+    result.update(judged, source="hub")
+    result["extra"] = snapshot.extra_files(root, manifest) if os.path.isdir(root) else []
+    if not record:
+        module.exit_json(**result)
+    if not judged["complete"]:
+        module.fail_json(msg=f"{root} does not hold {p['repo_id']} at {p['revision']}: missing {judged['missing']}, "
+                             f"wrong size {judged['wrong_size']}, wrong content {judged['wrong_hash']}", **result)
+    content = snapshot.marker_content(p["repo_id"], p["revision"], manifest)
+    if not module.check_mode:
+        tmp = os.path.join(root, snapshot.MARKER + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(root, snapshot.MARKER))
+    result["changed"] = True
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
