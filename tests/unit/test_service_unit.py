@@ -1,0 +1,96 @@
+"""The production sglang unit: rendered from inventories/production, equal to the golden file, and holding
+every flag and variable that GLM-5-NVFP4 needs on 8x RTX PRO 6000 (SM120)."""
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+GOLDEN = FIXTURES / "golden" / "production-sglang.service"
+BIN = Path(sys.executable).parent
+
+# The community-tested command line for GLM-5-NVFP4 on 8x RTX PRO 6000, in sglang's exact option names
+# (--tp-size, not the --tp prefix), plus --fp4-gemm-backend flashinfer_cudnn: the pinned commit predates #20047.
+FLAGS = {
+    "--tp-size": "8", "--trust-remote-code": None, "--attention-backend": "flashinfer",
+    "--moe-runner-backend": "flashinfer_cutlass", "--quantization": "modelopt_fp4", "--kv-cache-dtype": "bf16",
+    "--disable-custom-all-reduce": None, "--enable-flashinfer-allreduce-fusion": None,
+    "--mem-fraction-static": "0.9", "--cuda-graph-max-bs": "8", "--max-running-requests": "8",
+    "--tool-call-parser": "glm47", "--reasoning-parser": "glm45", "--served-model-name": "glm-5",
+    "--fp4-gemm-backend": "flashinfer_cudnn",
+}
+ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
+               "SGLANG_ENABLE_DEEP_GEMM": "0"}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("render")
+    playbook = BIN / "ansible-playbook"
+    assert playbook.exists(), f"{playbook} is missing: run the tests through python3 -m lab test"
+    proc = subprocess.run([str(playbook), "-i", str(REPO / "inventories" / "production"),
+                           str(REPO / "tests" / "render" / "render_unit.yml"), "-e", f"render_dir={out}"],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return (out / "gpu-node-01.service").read_text()
+
+
+def exec_start(unit):
+    text = unit.replace("\\\n", " ")
+    line = next(ln for ln in text.splitlines() if ln.startswith("ExecStart="))
+    return shlex.split(line[len("ExecStart="):])
+
+
+def test_production_unit_equals_the_golden_file(rendered):
+    assert rendered == GOLDEN.read_text(), (
+        "the production unit changed; if that is intended, copy the rendered unit over "
+        f"{GOLDEN.relative_to(REPO)} (ansible-playbook -i inventories/production tests/render/render_unit.yml "
+        "-e render_dir=DIR)")
+
+
+def test_every_flag_is_there_with_its_value(rendered):
+    argv = exec_start(rendered)
+    assert argv[:3] == ["/opt/sglang/current/venv/bin/python", "-m", "sglang.launch_server"]
+    for flag, value in FLAGS.items():
+        assert argv.count(flag) == 1, f"{flag} appears {argv.count(flag)} times"
+        if value is not None:
+            assert argv[argv.index(flag) + 1] == value, f"{flag} is not {value}"
+
+
+def test_no_abbreviated_or_fp8_options(rendered):
+    argv = exec_start(rendered)
+    assert "--tp" not in argv
+    assert not any(a.startswith("fp8") for a in argv)
+
+
+def test_every_variable_is_in_the_environment(rendered):
+    env = dict(line[len("Environment="):].split("=", 1) for line in rendered.splitlines()
+               if line.startswith("Environment="))
+    for name, value in ENVIRONMENT.items():
+        assert env.get(name) == value, f"{name}={env.get(name)!r}, expected {value!r}"
+    assert "FLASHINFER_DISABLE_VERSION_CHECK" not in rendered
+
+
+def test_sglangs_parser_takes_the_command_line(rendered):
+    # the lab's sglang tree defines launch_server's options with exact names only (no prefixes)
+    from lab import sglang_repo
+    sys.path.insert(0, str(sglang_repo.STANDIN))
+    try:
+        import server_args
+    finally:
+        sys.path.pop(0)
+    args = server_args.prepare_server_args(exec_start(rendered)[3:])
+    assert args.tp_size == 8 and args.kv_cache_dtype == "bf16" and args.attention_backend == "flashinfer"
+    assert args.fp4_gemm_backend == "flashinfer_cudnn" and args.api_key is None
+
+
+def test_the_unit_is_hardened(rendered):
+    for setting in ("NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes", "DevicePolicy=closed",
+                    "CapabilityBoundingSet=", "ProtectHome=yes"):
+        assert setting in rendered.splitlines(), setting
+    allowed = [ln.split("=", 1)[1] for ln in rendered.splitlines() if ln.startswith("DeviceAllow=")]
+    assert allowed and all("nvidia" in a for a in allowed)
+    assert sum(1 for a in allowed if a.split()[0].rstrip("0123456789") == "/dev/nvidia") == 8
