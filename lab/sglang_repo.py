@@ -243,6 +243,27 @@ REVERT = Step("revert_sm120", 'Revert "[Fix] add block size logic for sm120 smem
               "(lab only)", "2026-03-04T12:00:00+00:00", {OLD_PATH: PRE_FIX})
 REVERT_PARENT = "last_flashinfer_063"
 
+# A branch off the pin whose server fails at start, as a broken build does: it holds the fix and installs,
+# so only the service's health gate can catch it (molecule/sglang_service rolls back from it).
+BROKEN_SERVER = '''"""Lab stand-in of a release that does not come up: it fails at start, as a broken build does."""
+import sys
+
+from sglang.srt.server_args import prepare_server_args
+
+
+def main(argv=None):
+    prepare_server_args(sys.argv[1:] if argv is None else argv)
+    print("RuntimeError: CUDA error: no kernel image is available for execution on the device "
+          "(lab stand-in of a release that does not come up)", file=sys.stderr, flush=True)
+    raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
+'''
+BROKEN = Step("broken_server", "lab: a release whose server fails at start", "(lab only)",
+              "2026-03-05T12:00:00+00:00", {"python/sglang/launch_server.py": BROKEN_SERVER})
+
 SERVE_NAME = "sgl-project/sglang.git"
 
 
@@ -282,6 +303,8 @@ def build_into(work: Path) -> dict[str, str]:
             _git(work, "tag", "v0.5.8.post1")
     _git(work, "checkout", "-q", "-b", "lab/revert-sm120", ids[REVERT_PARENT])
     ids[REVERT.key] = _apply(work, REVERT)
+    _git(work, "checkout", "-q", "-b", "lab/broken-server", ids[REVERT_PARENT])
+    ids[BROKEN.key] = _apply(work, BROKEN)
     _git(work, "checkout", "-q", "main")
     return ids
 

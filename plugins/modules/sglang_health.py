@@ -98,7 +98,7 @@ def ask_server(p):
         return resp.getcode(), ""
     except Exception as exc:  # HTTPError carries a status; a refused connection does not
         code = getattr(exc, "code", None)
-        return code, f"{path}: {exc}"
+        return code, f"{path}: {getattr(exc, 'reason', exc)}"
 
 
 def ask_systemd(module, unit):

@@ -60,3 +60,13 @@ def test_pinned_tree_pins_flashinfer_063(built):
     assert '"flashinfer_python==0.6.3"' in pyproject and '"transformers==4.57.1"' in pyproject
     later = git(work, "show", f"{ids['fp4_cudnn_default']}:python/pyproject.toml")
     assert "flashinfer_python==0.6.3" not in later
+
+
+def test_broken_server_branch_holds_the_fix_and_a_server_that_fails(built):
+    work, ids = built
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", ids["sm120_fix"], ids["broken_server"]],
+                          cwd=work).returncode == 0
+    server = git(work, "show", f"{ids['broken_server']}:python/sglang/launch_server.py")
+    assert "raise SystemExit(1)" in server
+    verify = yaml.safe_load((REPO / "molecule/sglang_service/verify.yml").read_text())
+    assert verify[0]["vars"]["__broken_commit"] == ids["broken_server"]
