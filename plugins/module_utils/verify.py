@@ -1,0 +1,181 @@
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Judge what a host has against what the stack pins: one named check per fact.
+
+Pure functions, no Ansible imports. ``judge(expected, found)`` returns a list
+of checks, each ``{"name", "group", "ok", "expected", "found", "hint"}``; the
+verify role gathers ``found`` with the collection's modules and a few read-only
+probes, and asserts each check. Groups let a run select what it can judge
+(``gpu`` on a machine with a GPU but no sglang, say).
+"""
+from __future__ import annotations
+
+GROUPS = ("gpu", "cuda", "sglang", "service")
+PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers")
+
+
+def _check(name, group, ok, expected, found, hint):
+    return {"name": name, "group": group, "ok": bool(ok), "expected": expected, "found": found,
+            "hint": "" if ok else hint}
+
+
+def _gpu(expected, gpu):
+    out = []
+    state = gpu.get("state")
+    if state != "ok":
+        why = f"nvidia-smi did not answer ({state}: {gpu.get('message', '')})".strip()
+        hint = ("A driver update waits for a reboot: reboot the host." if state == "version_mismatch" else
+                "Install and load the driver (role nvidia_driver), then reboot if it says so.")
+        for name in ("gpu_count", "gpu_name", "compute_capability", "kernel_module", "driver_version"):
+            out.append(_check(name, "gpu", False, expected.get(name), why, hint))
+        return out
+    count = gpu.get("count", 0)
+    out.append(_check("gpu_count", "gpu", count == expected["gpu_count"], expected["gpu_count"], count,
+                      "A GPU is missing or one too many is visible: check nvidia-smi -L, the PCIe slots and "
+                      "CUDA_VISIBLE_DEVICES; or set verify_gpu_count to this host's count."))
+    names = gpu.get("names") or []
+    out.append(_check("gpu_name", "gpu", bool(names) and all(expected["gpu_name"] in n for n in names),
+                      f"every GPU named like '{expected['gpu_name']}'", names,
+                      "These are not the GPUs the stack was built for: set verify_gpu_name if that is intended."))
+    caps = gpu.get("compute_capabilities") or []
+    want = expected["compute_capability"]
+    sm = "SM" + want.replace(".", "")
+    out.append(_check("compute_capability", "gpu", caps == [want], want, caps,
+                      f"The stack is pinned and tuned for compute capability {want} ({sm}); this host has "
+                      f"{', '.join(caps) or 'none'}. Serve it with a stack built for that GPU, or set "
+                      f"verify_compute_capability if you mean to."))
+    module = gpu.get("kernel_module")
+    out.append(_check("kernel_module", "gpu", module == expected["kernel_module"], expected["kernel_module"],
+                      module, "Blackwell needs NVIDIA's open kernel modules: set nvidia_driver_kernel_modules=open "
+                              "and run the nvidia_driver role, then reboot."))
+    loaded = gpu.get("kernel_module_version")
+    out.append(_check("driver_version", "gpu", loaded == expected["driver_version"], expected["driver_version"],
+                      loaded, "The loaded driver is not the pinned one: run site.yml (role nvidia_driver) and "
+                              "reboot, or re-pin nvidia_driver_version in the stack file."))
+    return out
+
+
+def _cuda(expected, nvcc):
+    found = nvcc.get("version") if nvcc else None
+    release = nvcc.get("release") if nvcc else None
+    want = expected["cuda_version"]
+    want_release = ".".join(want.split(".")[:2])
+    # nvcc names the release (12.9) and its own build (V12.9.86), not the toolkit's patch release (12.9.1)
+    ok = release == want_release
+    return [_check("cuda_toolkit", "cuda", ok, f"nvcc of CUDA {want} (release {want_release})",
+                   f"release {release}, V{found}" if nvcc else "no nvcc",
+                   "Run the cuda_toolkit role (site.yml) so that the pinned toolkit is installed.")]
+
+
+def _sglang(expected, found):
+    out = []
+    sm = found.get("sm120") or {}
+    if not sm or "error" in sm:
+        out.append(_check("sm120_fix", "sglang", False, "the SM120 shared-memory fix (sglang #14311)",
+                          sm.get("error") or "no sglang release to judge",
+                          "Run the sglang role (site.yml) so that a release is in service."))
+    else:
+        fixed = sm.get("present") is True and sm.get("fix_commit_ancestor") is not False
+        tiles = ", ".join(f"head {t['head_size']}: {t['BLOCK_M']}x{t['BLOCK_N']} = {t['smem_bytes']} B"
+                          for t in sm.get("tiles") or [] if "BLOCK_M" in t)
+        out.append(_check("sm120_fix", "sglang", fixed,
+                          f"the SM120 shared-memory fix (sglang #14311, {expected['sm120_fix_commit'][:12]})",
+                          f"{'present' if sm.get('present') else 'absent'} in {sm.get('file')}:{sm.get('line')}"
+                          f" ({tiles or sm.get('reason')}); fix commit an ancestor: {sm.get('fix_commit_ancestor')}",
+                          "The release in service lacks the SM120 fix and can overflow shared memory on SM120: "
+                          "pin an sglang_commit that contains it and run site.yml. " + str(sm.get("reason", ""))))
+    head = sm.get("head") if sm else None
+    out.append(_check("sglang_commit", "sglang", head == expected["sglang_commit"], expected["sglang_commit"], head,
+                      "The release in service is not the pinned commit: run site.yml, or look for a rollback "
+                      "(sglang_service rolls back a release that failed its health gate)."))
+    pkgs = found.get("packages") or {}
+    for name in PACKAGES:
+        want = expected["packages"][name]
+        have = pkgs.get(name)
+        out.append(_check(f"package {name}", "sglang", have == want, want, have,
+                          f"The release's environment has {name} {have}, not {want}: run site.yml (role "
+                          f"sglang) to rebuild the release with the pins."))
+    return out
+
+
+def _service(expected, found):
+    out = []
+    state = found.get("unit_state")
+    out.append(_check("unit_active", "service", state == "active", "active", state,
+                      f"Start it (systemctl start {expected['unit']}) and read journalctl -u {expected['unit']}; "
+                      f"or run site.yml."))
+    current, deployed = found.get("current_release"), found.get("deployed_release")
+    out.append(_check("release_in_service", "service", bool(current) and current == deployed,
+                      f"the release current points at ({current})", deployed,
+                      "The service runs another release than current (a change not restarted, or a rollback): "
+                      "run site.yml."))
+    for path, status in sorted((found.get("endpoints") or {}).items()):
+        out.append(_check(f"endpoint {path}", "service", status == 200, 200, status,
+                          f"{path} did not answer 200: read journalctl -u {expected['unit']}."))
+    chat = found.get("chat") or {}
+    text = chat.get("content")
+    ok, why = judge_text(text, chat.get("finish_reason"))
+    out.append(_check("chat_completion", "service", chat.get("status") == 200 and ok,
+                      "status 200, a finished non-empty readable answer",
+                      f"status {chat.get('status')}, finish_reason {chat.get('finish_reason')}, "
+                      f"text {text!r}"[:300] + ("" if ok else f" ({why})"),
+                      "The server answers but what it computes is wrong: check --kv-cache-dtype bf16 and "
+                      "--fp4-gemm-backend flashinfer_cudnn on SM120, and the journal."))
+    return out
+
+
+def judge_text(text, finish_reason):
+    """Whether a completion is non-empty, finished and readable text rather than garbage."""
+    if not isinstance(text, str) or not text.strip():
+        return False, "empty"
+    if finish_reason not in ("stop", "length"):
+        return False, f"did not finish (finish_reason {finish_reason!r})"
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\t")
+    if printable < 0.95 * len(text):
+        return False, "unprintable characters"
+    stripped = text.strip()
+    if "\ufffd" in stripped or stripped.lower() in ("nan", "inf"):
+        return False, "not text"
+    if len(stripped) >= 8 and len(set(stripped)) <= 2:
+        return False, "one character repeated"
+    return True, ""
+
+
+def judge(expected, found, groups=GROUPS):
+    """All checks of the groups asked for."""
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        raise ValueError(f"unknown check groups {sorted(unknown)}; known: {', '.join(GROUPS)}")
+    checks = []
+    if "gpu" in groups:
+        checks += _gpu(expected, found.get("gpu") or {"state": "not gathered"})
+    if "cuda" in groups:
+        checks += _cuda(expected, found.get("nvcc"))
+    if "sglang" in groups:
+        checks += _sglang(expected, found)
+    if "service" in groups:
+        checks += _service(expected, found)
+    return checks
+
+
+def table(reports):
+    """A plain-text table of {host: [checks]}: one line per host and check."""
+    rows = [("host", "check", "result", "expected", "found")]
+    for host in sorted(reports):
+        checks = reports[host]
+        if not checks:
+            rows.append((host, "-", "NO REPORT", "", "the host did not get this far"))
+        for c in checks or []:
+            rows.append((host, c["name"], "pass" if c["ok"] else "FAIL", _short(c["expected"]), _short(c["found"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(4)) + "  " + r[4])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 5)
+    return lines
+
+
+def _short(value, width=60):
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
