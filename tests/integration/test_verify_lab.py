@@ -1,0 +1,69 @@
+"""playbooks/verify.yml over SSH against the lab host: passes on a converged host, read-only, and fails with
+a clear message on a host whose sglang release was pinned, with the explicit override, to a commit without the
+SM120 fix. Runs after test_site_lab.py, on the host that test converged."""
+import json
+import os
+
+import pytest
+
+from helpers import REPO, needs_lab, playbook, recap
+from lab import hosts
+
+SITE = REPO / "playbooks" / "site.yml"
+VERIFY = REPO / "playbooks" / "verify.yml"
+HOST = "lab-gpu-1"
+# lab/sglang_repo.py: the stand-in of v0.5.8.post1, the release before the SM120 fix
+PRE_FIX = "f5cfd6ee3042d1c1e3f2ccc4b7695fe2d150a8a5"
+
+
+@pytest.fixture(scope="module")
+def rebooted():
+    hosts.start(HOST, os.environ["BLACKWELL_LAB_IMAGE"])
+    # a host waits for its reboot after the first converge; the play reboots it, then verifies it
+    return playbook(SITE, "-e", "nvidia_driver_reboot=true")
+
+
+@needs_lab
+def test_site_reboots_and_verifies(rebooted):
+    assert rebooted.returncode == 0, "site.yml with nvidia_driver_reboot=true failed (output above)"
+    assert "No host waits for a reboot." in rebooted.stdout
+    assert "report | Summary of every host" in rebooted.stdout
+
+
+@needs_lab
+def test_verify_passes_and_changes_nothing(rebooted, tmp_path):
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}")
+    assert proc.returncode == 0, "verify.yml failed on a converged host (output above)"
+    assert recap(proc.stdout)[HOST]["changed"] == 0
+    report = json.loads((tmp_path / f"{HOST}.json").read_text())
+    assert report["passed"] is True
+    names = {c["name"] for c in report["checks"]}
+    assert {"sm120_fix", "compute_capability", "gpu_count", "kernel_module", "driver_version", "cuda_toolkit",
+            "package flashinfer-python", "package flashinfer-cubin", "package transformers", "sglang_commit",
+            "unit_active", "endpoint /health", "chat_completion"} <= names
+
+
+@needs_lab
+def test_verify_passes_in_check_mode(rebooted, tmp_path):
+    proc = playbook(VERIFY, "--check", "-e", f"verify_report_dir={tmp_path}")
+    assert proc.returncode == 0
+    assert recap(proc.stdout)[HOST]["changed"] == 0
+
+
+@needs_lab
+def test_a_release_pinned_without_the_fix_fails_verify_clearly(rebooted, tmp_path):
+    override = ["-e", f"sglang_commit={PRE_FIX}", "-e", "sglang_allow_missing_sm120_fix=true"]
+    try:
+        site = playbook(SITE, *override)
+        # the site installs it (the override says so), serves it, and its own verify step refuses it
+        assert site.returncode != 0 and "check sm120_fix failed" in site.stdout
+        proc = playbook(VERIFY, *override, "-e", f"verify_report_dir={tmp_path}")
+        assert proc.returncode != 0
+        assert "check sm120_fix failed" in proc.stdout
+        assert "lacks the SM120 fix" in proc.stdout and "over the 101376" in proc.stdout
+        report = json.loads((tmp_path / f"{HOST}.json").read_text())
+        failed = [c["name"] for c in report["checks"] if not c["ok"]]
+        assert failed == ["sm120_fix"], failed
+    finally:
+        restored = playbook(SITE)
+    assert restored.returncode == 0, "site.yml did not bring the pinned release back (output above)"

@@ -1,0 +1,140 @@
+"""The verify role's judge (plugins/module_utils/verify.py), on GPU facts parsed from real captures."""
+import copy
+
+import pytest
+
+from ansible_collections.blackwell.serving.plugins.module_utils import nvidia, verify
+from conftest import FIXTURES
+
+GPU = FIXTURES / "gpu"
+EXPECTED = {
+    "gpu_count": 8, "gpu_name": "RTX PRO 6000", "compute_capability": "12.0", "kernel_module": "open",
+    "driver_version": "580.95.05", "cuda_version": "12.9.1", "sglang_commit": "3f9fc8b848365a5797a44856854e3e6f00a60dd0",
+    "sm120_fix_commit": "632c7afa8ce20c2a696380ccf5b28337fd9903b7",
+    "packages": {"flashinfer-python": "0.6.3", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0"},
+    "unit": "sglang.service",
+}
+
+
+def gpu_facts(query_csv, proc_text):
+    gpus = nvidia.gpus_from_query(nvidia.parse_query_csv(query_csv, nvidia.QUERY_FIELDS))
+    return {"state": "ok", "gpus": gpus, **nvidia.summarise(gpus, nvidia.parse_proc_version(proc_text))}
+
+
+def rtx_host():
+    """The 8x RTX PRO 6000 capture: name, memory, driver and capability come from it; the other query fields
+    of gpu_facts (index, uuid, bus id, ...) are filled in, since that capture did not ask for them."""
+    rows = (GPU / "rtx-pro-6000-x8-real/query-gpu-name-mem-driver-cc.csv").read_text().strip().splitlines()[1:]
+    lines = []
+    for i, row in enumerate(rows):
+        name, mem, driver, cc = [c.strip() for c in row.split(",")]
+        mem = mem.split()[0]
+        lines.append(f"{i}, {name}, GPU-{i}, 0000000{i}:01:00.0, 0x2BB510DE, {driver}, {cc}, {mem}, Enabled")
+    proc = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B07-4-1)\n"
+    return gpu_facts("\n".join(lines) + "\n", proc)
+
+
+def h200_host():
+    return gpu_facts((GPU / "h200-device/query-gpu-facts-fields.csv").read_text(),
+                     (GPU / "h200-real/proc-driver-nvidia-version.txt").read_text())
+
+
+def healthy_found():
+    return {
+        "gpu": rtx_host(),
+        "nvcc": {"release": "12.9", "version": "12.9.86"},
+        "sm120": {"present": True, "fix_commit_ancestor": True, "head": EXPECTED["sglang_commit"], "file": "x.py",
+                  "line": 3, "tiles": [{"head_size": 128, "BLOCK_M": 64, "BLOCK_N": 128, "smem_bytes": 81920}]},
+        "packages": dict(EXPECTED["packages"], sglang="0.5.9"),
+        "unit_state": "active", "current_release": "/opt/sglang/releases/a", "deployed_release": "/opt/sglang/releases/a",
+        "endpoints": {"/health": 200, "/v1/models": 200},
+        "chat": {"status": 200, "content": "The capital of France is Paris.", "finish_reason": "stop"},
+    }
+
+
+def by_name(checks):
+    return {c["name"]: c for c in checks}
+
+
+def test_a_host_on_the_pinned_stack_passes_every_check():
+    checks = verify.judge(EXPECTED, healthy_found())
+    failed = [c for c in checks if not c["ok"]]
+    assert not failed, failed
+    assert {"gpu_count", "compute_capability", "sm120_fix", "sglang_commit", "package flashinfer-cubin",
+            "chat_completion", "endpoint /health", "cuda_toolkit", "driver_version"} <= set(by_name(checks))
+
+
+def test_the_real_h200_fails_the_sm120_expectation_and_says_why():
+    found = dict(healthy_found(), gpu=h200_host())
+    checks = by_name(verify.judge(EXPECTED, found, ("gpu",)))
+    cc = checks["compute_capability"]
+    assert not cc["ok"] and cc["found"] == ["9.0"]
+    assert "12.0 (SM120)" in cc["hint"] and "this host has 9.0" in cc["hint"]
+    assert not checks["gpu_count"]["ok"] and not checks["gpu_name"]["ok"] and not checks["driver_version"]["ok"]
+    assert checks["kernel_module"]["ok"]  # the H200 runs the open module too
+
+
+def test_the_real_h200_passes_when_that_is_what_is_expected():
+    expected = dict(EXPECTED, gpu_count=1, gpu_name="H200", compute_capability="9.0", driver_version="580.159.04")
+    checks = verify.judge(expected, {"gpu": h200_host()}, ("gpu",))
+    assert all(c["ok"] for c in checks), [c for c in checks if not c["ok"]]
+
+
+def test_a_release_without_the_fix_fails_sm120_fix():
+    found = healthy_found()
+    found["sm120"] = dict(found["sm120"], present=False, fix_commit_ancestor=False,
+                          reason="head size 256: (BLOCK_M, BLOCK_N) = (128, 64) needs 131072 bytes")
+    c = by_name(verify.judge(EXPECTED, found, ("sglang",)))["sm120_fix"]
+    assert not c["ok"] and "131072" in c["hint"] and "pin an sglang_commit that contains it" in c["hint"]
+
+
+def test_a_reverted_fix_fails_even_with_the_fix_commit_in_history():
+    found = healthy_found()
+    found["sm120"] = dict(found["sm120"], present=False, fix_commit_ancestor=True)
+    assert not by_name(verify.judge(EXPECTED, found, ("sglang",)))["sm120_fix"]["ok"]
+
+
+@pytest.mark.parametrize("change, failing", [
+    ({"packages": {"flashinfer-python": "0.6.4", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0"}},
+     "package flashinfer-python"),
+    ({"packages": {"flashinfer-python": "0.6.3", "transformers": "5.2.0"}}, "package flashinfer-cubin"),
+    ({"nvcc": {"release": "12.8", "version": "12.8.93"}}, "cuda_toolkit"),
+    ({"nvcc": None}, "cuda_toolkit"),
+    ({"unit_state": "failed"}, "unit_active"),
+    ({"deployed_release": "/opt/sglang/releases/b"}, "release_in_service"),
+    ({"endpoints": {"/health": 503, "/v1/models": 200}}, "endpoint /health"),
+    ({"chat": {"status": 200, "content": "!!!!!!!!!!!!!!!!", "finish_reason": "length"}}, "chat_completion"),
+    ({"chat": {"status": 200, "content": "", "finish_reason": "stop"}}, "chat_completion"),
+    ({"chat": {"status": 401, "content": None, "finish_reason": None}}, "chat_completion"),
+])
+def test_each_difference_fails_its_own_check_only(change, failing):
+    found = healthy_found()
+    found.update(copy.deepcopy(change))
+    failed = [c["name"] for c in verify.judge(EXPECTED, found) if not c["ok"]]
+    assert failed == [failing]
+
+
+def test_driver_not_answering_fails_every_gpu_check_with_the_reason():
+    found = dict(healthy_found(), gpu={"state": "version_mismatch", "message": "Driver/library version mismatch"})
+    checks = verify.judge(EXPECTED, found, ("gpu",))
+    assert len(checks) == 5 and not any(c["ok"] for c in checks)
+    assert all("reboot" in c["hint"] for c in checks)
+
+
+def test_unknown_group_is_refused():
+    with pytest.raises(ValueError):
+        verify.judge(EXPECTED, {}, ("gpu", "disks"))
+
+
+def test_text_judgement():
+    assert verify.judge_text("Paris.", "stop") == (True, "")
+    assert not verify.judge_text("Paris", None)[0]
+    assert not verify.judge_text("\x00\x01\x02\x03", "stop")[0]
+    assert not verify.judge_text("nan", "stop")[0]
+
+
+def test_table_has_a_row_per_check_and_says_when_a_host_has_no_report():
+    lines = verify.table({"a": verify.judge(EXPECTED, healthy_found(), ("cuda",)), "b": []})
+    assert lines[0].split()[:3] == ["host", "check", "result"]
+    assert any(ln.startswith("a") and "cuda_toolkit" in ln and "pass" in ln for ln in lines)
+    assert any(ln.startswith("b") and "NO REPORT" in ln for ln in lines)
