@@ -138,3 +138,21 @@ def test_table_has_a_row_per_check_and_says_when_a_host_has_no_report():
     assert lines[0].split()[:3] == ["host", "check", "result"]
     assert any(ln.startswith("a") and "cuda_toolkit" in ln and "pass" in ln for ln in lines)
     assert any(ln.startswith("b") and "NO REPORT" in ln for ln in lines)
+
+
+def test_the_report_made_on_the_real_h200_says_it_is_not_sm120():
+    """verify.yml ran on the device's H200 (tests/fixtures/gpu/h200-device/README-verify.txt)."""
+    import json
+    dev = GPU / "h200-device"
+    report = json.loads((dev / "verify-report-expect-sm120.json").read_text())
+    checks = by_name(report["checks"])
+    assert report["passed"] is False
+    assert checks["compute_capability"]["found"] == ["9.0"] and not checks["compute_capability"]["ok"]
+    assert checks["kernel_module"]["ok"] and checks["kernel_module"]["found"] == "open"
+    assert "check compute_capability failed: expected 12.0, found ['9.0']. The stack is pinned and tuned for " \
+           "compute capability 12.0 (SM120); this host has 9.0." in (dev / "verify-playbook-expect-sm120.txt").read_text()
+    passing = json.loads((dev / "verify-report-expect-h200.json").read_text())
+    assert passing["passed"] is True and by_name(passing["checks"])["compute_capability"]["found"] == ["9.0"]
+    # the judge, given the same expectations, agrees with what ran there
+    again = verify.judge(dict(EXPECTED), {"gpu": h200_host()}, ("gpu",))
+    assert [c["ok"] for c in again] == [c["ok"] for c in report["checks"] if c["group"] == "gpu"]
