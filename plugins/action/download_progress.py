@@ -55,8 +55,8 @@ class ActionModule(ActionBase):
             elapsed = time.monotonic() - start
             if elapsed > args["timeout"]:
                 raise AnsibleActionFail(
-                    f"{host}: {args['label']} has not finished after {human_duration(elapsed)} (job {args['jid']} "
-                    f"goes on in the background). Run again later to attach to what it left, or raise the timeout.")
+                    f"{host}: {args['label']} has not finished after {human_duration(elapsed)} (job {args['jid']}). "
+                    f"What was downloaded stays; run again to resume from there, or raise the timeout.")
             time.sleep(min(args["interval"], max(args["timeout"] - elapsed, 1)))
             now, done = time.monotonic(), self._bytes_under(args["path"])
             rate = (done - last_b) / (now - last_t) if now > last_t else None

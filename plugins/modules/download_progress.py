@@ -15,7 +15,7 @@ description:
     prints a line every O(interval) seconds with the bytes on disk under O(path), the share of O(total_bytes),
     the rate and the time left, so that a download of hours shows that it moves.
   - Fails with the end of the job's output when the job fails, and when it has not finished after O(timeout)
-    seconds (the job goes on; the next run attaches to what it left).
+    seconds; what was downloaded stays, and a download started again resumes from there.
   - Runs as the same user as the job (set C(become_user) alike), whose async directory holds the job's status.
 options:
   jid:
