@@ -14,8 +14,9 @@ from . import paths
 from .engine import bridge_gateway, docker
 from .util import LabError, log, run, wait_for
 
-# host name -> SSH port on 127.0.0.1 (inventories/lab/hosts.yml lists the same)
-LAB_HOSTS = {"lab-gpu-1": 22201, "lab-gpu-2": 22202, "lab-gpu-3": 22203}
+# host name -> SSH port on 127.0.0.1 (inventories/lab/hosts.yml and inventories/lab-fleet/hosts.yml list
+# the same): eight GPU-server stand-ins (a fleet for the benchmarks) and a router host
+LAB_HOSTS = {**{f"lab-gpu-{i}": 22200 + i for i in range(1, 9)}, "lab-router-1": 22211}
 PREFIX = "blackwell-lab-"
 MIRROR_NAME = "lab-mirror"
 
@@ -66,6 +67,19 @@ def start(host: str, image: str, *, fresh: bool = False) -> None:
            f"mkdir -p -m 700 \"$HOME/.ssh\" && printf '%s\\n' '{pub.strip()}' > \"$HOME/.ssh/authorized_keys\" "
            "&& chmod 600 \"$HOME/.ssh/authorized_keys\"")
     wait_for(f"ssh on {host}", lambda: ssh_ok(host), timeout=60)
+
+
+def address(host: str) -> str:
+    """The host's address on the lab's bridge (where its services answer, as on a server's LAN)."""
+    out = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container(host))
+    return out.stdout.strip()
+
+
+def snapshot(host: str, tag: str) -> str:
+    """Save a host's disk as an image, so that more hosts can start where it is (a fleet in seconds)."""
+    log(f"saving {host} as the image {tag}")
+    docker("commit", "--pause=true", container(host), tag)
+    return tag
 
 
 def remove(host: str) -> None:

@@ -20,6 +20,19 @@ def checks_table(reports):
     return verify.table(reports)
 
 
+def unit_drift(found_text, expected_text):
+    return verify.unit_drift(expected_text, found_text)
+
+
+def stack_drift(checks, unit=None, model=None):
+    return verify.drift(checks, unit, model)
+
+
+def drift_table(reports):
+    return verify.drift_table(reports)
+
+
 class FilterModule:
     def filters(self):
-        return {"stack_checks": stack_checks, "checks_table": checks_table}
+        return {"stack_checks": stack_checks, "checks_table": checks_table, "unit_drift": unit_drift,
+                "stack_drift": stack_drift, "drift_table": drift_table}

@@ -179,3 +179,96 @@ def table(reports):
 def _short(value, width=60):
     text = value if isinstance(value, str) else str(value)
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+# --- drift: what a host has that the stack file does not say
+
+def unit_options(text):
+    """The command-line options and Environment= settings of a systemd unit's text.
+
+    Returns ``{"exec": [program, module], "flags": {"--flag": "value" or True}, "environment": {NAME: value}}``;
+    a unit's line continuations are joined, a flag followed by another flag (or nothing) is a switch, a flag with
+    several words (``--worker-urls A B``) keeps them space-joined. Quotes of systemd's quoting are removed.
+    """
+    import shlex
+
+    lines = []
+    for raw in (text or "").splitlines():
+        if lines and lines[-1].endswith("\\"):
+            lines[-1] = lines[-1][:-1] + " " + raw.strip()
+        else:
+            lines.append(raw.strip())
+    env, words = {}, []
+    for line in lines:
+        if line.startswith("Environment="):
+            for item in shlex.split(line[len("Environment="):]):
+                name, _, value = item.partition("=")
+                env[name] = value
+        elif line.startswith("ExecStart="):
+            words = shlex.split(line[len("ExecStart="):])
+    flags, program, current = {}, [], None
+    for word in words:
+        if word.startswith("--"):
+            current = word
+            flags[current] = True
+        elif current is None:
+            program.append(word)
+        elif flags[current] is True:
+            flags[current] = word
+        else:
+            flags[current] = f"{flags[current]} {word}"
+    return {"exec": program, "flags": flags, "environment": env}
+
+
+def unit_drift(expected_text, found_text):
+    """Differences between the unit the stack file renders and the installed one: [{item, expected, found}]."""
+    if not found_text:
+        return [{"item": "unit", "expected": "installed", "found": None}]
+    exp, got = unit_options(expected_text), unit_options(found_text)
+    out = []
+    for key, label in (("flags", "unit flag "), ("environment", "unit environment ")):
+        for name in sorted(set(exp[key]) | set(got[key])):
+            e, f = exp[key].get(name), got[key].get(name)
+            if e != f:
+                out.append({"item": label + name, "expected": e, "found": f})
+    if exp["exec"] != got["exec"]:
+        out.append({"item": "unit program", "expected": " ".join(exp["exec"]), "found": " ".join(got["exec"])})
+    return out
+
+
+def drift(checks, unit=None, model=None):
+    """A host's drift: the failed checks of verify's judge, the unit's differences, the model's revision.
+
+    ``checks`` as ``judge`` returns them; ``unit`` as ``unit_drift`` returns it; ``model`` is
+    ``{"expected": revision, "found": revision or None}``. Returns ``[{item, expected, found}]``, empty when the
+    host is what the stack file says.
+    """
+    out = [{"item": c["name"], "expected": c["expected"], "found": c["found"]} for c in checks if not c["ok"]]
+    out += list(unit or [])
+    if model and model.get("expected") != model.get("found"):
+        out.append({"item": "model revision", "expected": model.get("expected"), "found": model.get("found")})
+    return out
+
+
+def drift_table(reports):
+    """A plain-text table of {host: [differences]}: one line per difference; hosts in sync say so."""
+    rows = [("host", "differs in", "stack file says", "host has")]
+    for host in sorted(reports):
+        diffs = reports[host]
+        if diffs is None:
+            rows.append((host, "-", "", "NO REPORT: the host did not get this far"))
+            continue
+        if not diffs:
+            rows.append((host, "(nothing)", "", "in sync"))
+        for d in diffs:
+            rows.append((host, d["item"], _short(d["expected"]), _short(d["found"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(3)) + "  " + r[3])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 8)
+    drifted = sorted(h for h, d in reports.items() if d)
+    lines.append(f"{len(drifted)} of {len(reports)} host(s) differ from the stack file"
+                 + (": " + ", ".join(drifted) if drifted else "."))
+    return lines

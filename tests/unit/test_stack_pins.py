@@ -19,7 +19,7 @@ SOURCES = {"nvidia_driver_repo_base_url", "cuda_toolkit_repo_base_url", "uv_venv
            # Python 3.11 where production has a uv-managed 3.12
            "uv_venv_python", "uv_venv_python_version",
            # the Hub stand-in serves its own synthetic model, with its own revision
-           "model_weights_revision"}
+           "model_weights_revision", "sglang_router_package_index_url"}
 # Pins with no public default: each site sets its own (production leaves a comment where it goes).
 SITE_CHOSEN = {"model_weights_revision"}
 
@@ -50,9 +50,13 @@ def test_driver_and_toolkit_share_one_repository():
         assert inv["nvidia_driver_repo_base_url"] == inv["cuda_toolkit_repo_base_url"]
 
 
-def test_lab_hosts_match_the_lab():
+@pytest.mark.parametrize("inventory", ["lab", "lab-fleet"])
+def test_lab_hosts_match_the_lab(inventory):
     from lab import hosts
-    inv = yaml.safe_load((REPO / "inventories/lab/hosts.yml").read_text())
-    listed = inv["all"]["children"]["gpu_servers"]["hosts"]
+    inv = yaml.safe_load((REPO / "inventories" / inventory / "hosts.yml").read_text())
+    listed = {}
+    for group in inv["all"]["children"].values():
+        listed.update(group["hosts"])
+    assert listed
     for name, hv in listed.items():
         assert hosts.LAB_HOSTS[name] == hv["ansible_port"]

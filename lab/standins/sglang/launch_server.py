@@ -8,6 +8,7 @@ a short fixed text so that callers can check the plumbing, not the model.
 """
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -15,6 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang.srt.server_args import prepare_server_args
 from sglang.version import __version__
+
+
+RESPONSE_SECONDS = float(os.environ.get("SGLANG_LAB_RESPONSE_SECONDS", "0"))
+FINGERPRINT = f"{socket.gethostname()}:{os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))}"
 
 
 def model_config(path):
@@ -28,6 +33,8 @@ def model_config(path):
 class State:
     ready = False
     started = time.time()
+    running = 0
+    lock = threading.Lock()
 
 
 def make_handler(args, config):
@@ -77,7 +84,10 @@ def make_handler(args, config):
                 info["lab_standin"] = True
                 return self.reply(200, info)
             if path == "/metrics" and args.enable_metrics:
-                return self.reply(200, b"sglang:num_running_reqs 0\n", "text/plain; version=0.0.4")
+                # the gauges real sglang exports (a router drain waits for them to reach 0)
+                text = (f"sglang:num_running_reqs {State.running}\n"
+                        "sglang:num_queue_reqs 0\n")
+                return self.reply(200, text.encode(), "text/plain; version=0.0.4")
             return self.reply(404, {"error": f"not found: {path}"})
 
         def do_POST(self):
@@ -92,10 +102,20 @@ def make_handler(args, config):
             if path == "/v1/chat/completions":
                 if not State.ready:
                     return self.reply(503, {"error": "server is starting"})
+                with State.lock:
+                    State.running += 1
+                try:
+                    # a request takes a while, as generation does (SGLANG_LAB_RESPONSE_SECONDS)
+                    time.sleep(RESPONSE_SECONDS)
+                finally:
+                    with State.lock:
+                        State.running -= 1
                 text = "Hello from the lab stand-in of sglang."
                 return self.reply(200, {
                     "id": "chatcmpl-lab", "object": "chat.completion", "created": int(time.time()),
                     "model": served,
+                    # which host and release answered: the lab's load script counts them
+                    "system_fingerprint": FINGERPRINT,
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": len(json.dumps(body.get("messages", []))) // 4,
