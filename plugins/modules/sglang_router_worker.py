@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: sglang_router_worker
 short_description: Take an sglang server out of an sglang-router, drained, or put it back
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Talks to the worker API of C(sglang-router) (0.3.x, C(GET/POST /workers), C(DELETE /workers/ID)), which
     queues additions and removals and answers 202, so that this module waits until the router's list shows the
@@ -41,7 +41,7 @@ options:
   min_healthy:
     description:
       - With O(state=absent), refuse (changing nothing) unless at least this many other healthy servers stay in the
-        router: a drain never takes the last servers out of service.
+        router, so that a drain never takes the last servers out of service.
     type: int
     default: 1
   drain_timeout:

@@ -94,3 +94,49 @@ def test_the_unit_is_hardened(rendered):
     allowed = [ln.split("=", 1)[1] for ln in rendered.splitlines() if ln.startswith("DeviceAllow=")]
     assert allowed and all("nvidia" in a for a in allowed)
     assert sum(1 for a in allowed if a.split()[0].rstrip("0123456789") == "/dev/nvidia") == 8
+
+
+def render_with(tmp_path, *extra):
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories" / "production"),
+                           str(REPO / "tests" / "render" / "render_unit.yml"), "-e", f"render_dir={tmp_path}", *extra],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=300)
+    return proc, (tmp_path / "gpu-node-01.service")
+
+
+def test_multi_node_adds_the_three_flags_and_sglangs_parser_takes_them(tmp_path):
+    proc, out = render_with(tmp_path, "-e", '{"sglang_service_nnodes": 2, "sglang_service_node_rank": 1, '
+                            '"sglang_service_dist_init_addr": "10.0.0.11:5000", "sglang_service_tp_size": 16}')
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    words = exec_start(out.read_text())
+    for flag, value in (("--nnodes", "2"), ("--node-rank", "1"), ("--dist-init-addr", "10.0.0.11:5000"),
+                        ("--tp-size", "16")):
+        assert words[words.index(flag) + 1] == value
+    from lab import sglang_repo
+    sys.path.insert(0, str(sglang_repo.STANDIN))
+    try:
+        import server_args
+    finally:
+        sys.path.pop(0)
+    args = server_args.prepare_server_args(words[3:])
+    assert (args.nnodes, args.node_rank, args.dist_init_addr) == (2, 1, "10.0.0.11:5000")
+
+
+def test_one_host_has_no_multi_node_flags(rendered):
+    assert not {"--nnodes", "--node-rank", "--dist-init-addr"} & set(exec_start(rendered))
+
+
+@pytest.mark.parametrize("extra, says", [
+    ({"sglang_service_nnodes": 2, "sglang_service_node_rank": 2, "sglang_service_dist_init_addr": "10.0.0.11:5000",
+      "sglang_service_tp_size": 16}, "sglang_service_node_rank"),
+    ({"sglang_service_nnodes": 2, "sglang_service_node_rank": 0, "sglang_service_dist_init_addr": "10.0.0.11",
+      "sglang_service_tp_size": 16}, "HOST:PORT"),
+    ({"sglang_service_nnodes": 2, "sglang_service_node_rank": 0, "sglang_service_dist_init_addr": "10.0.0.11:5000",
+      "sglang_service_tp_size": 8}, "tp-size the GPUs of all hosts"),
+])
+def test_multi_node_preflight_refuses_bad_input(tmp_path, extra, says):
+    import json
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories" / "production"),
+                           str(REPO / "tests" / "render" / "preflight_service.yml"), "-e", json.dumps(extra)],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert says in proc.stdout and "Nothing was changed" in proc.stdout
