@@ -1,0 +1,156 @@
+"""The fleet: three lab servers behind the real sglang-router, re-pinned under load (issue 7's done-when).
+
+Runs after test_site_lab (file order): lab-gpu-1 is converged there, saved as an image, and lab-gpu-2 and
+lab-gpu-3 start from it, so that the fleet is ready in seconds; the router host starts bare.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, needs_lab, recap, run
+from lab import hosts, paths, sglang_repo
+
+FLEET = REPO / "inventories" / "lab-fleet"
+SITE = REPO / "playbooks" / "site.yml"
+REPIN = REPO / "playbooks" / "repin.yml"
+DRIFT = REPO / "playbooks" / "drift.yml"
+SERVERS = ["lab-gpu-1", "lab-gpu-2", "lab-gpu-3"]
+ROUTER = "lab-router-1"
+API_KEY = "lab-standin-api-key-not-a-secret"
+SNAPSHOT = "blackwell-lab/fleet:test"
+
+pytestmark = needs_lab
+
+
+def fleet_playbook(*args, env=None, timeout=1800):
+    return run(["ansible-playbook", "-i", FLEET, *args], env=env, timeout=timeout)
+
+
+def commits():
+    return sglang_repo.build(paths.sub("git"))
+
+
+def current_release(host):
+    out = subprocess.run(["docker", "exec", hosts.container(host), "readlink", "/opt/sglang/current"],
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+class Load:
+    """lab/loadgen.py through the router, in the background, while a playbook runs."""
+
+    def __init__(self, tmp_path):
+        self.out = tmp_path / "load.json"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lab.loadgen", "--url", f"http://{hosts.address(ROUTER)}:30000",
+             "--api-key", API_KEY, "--out", str(self.out)], cwd=str(REPO), stdout=subprocess.DEVNULL)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+        report = json.loads(self.out.read_text())
+        print("load:", json.dumps(report, indent=1))
+        return report
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    image = os.environ["BLACKWELL_LAB_IMAGE"]
+    hosts.start("lab-gpu-1", image)
+    first = fleet_playbook(SITE, "--limit", "lab-gpu-1", "-e", "nvidia_driver_reboot=true")
+    assert first.returncode == 0, "site.yml failed on lab-gpu-1 (output above)"
+    tag = hosts.snapshot("lab-gpu-1", SNAPSHOT)
+    for h in SERVERS[1:]:
+        hosts.start(h, tag, fresh=True)
+    hosts.start(ROUTER, image, fresh=True)
+    converged = fleet_playbook(SITE, "-e", "nvidia_driver_reboot=true")
+    yield converged
+    for h in [*SERVERS[1:], ROUTER]:
+        hosts.remove(h)
+    subprocess.run(["docker", "rmi", "-f", SNAPSHOT], capture_output=True)
+
+
+def test_site_puts_the_fleet_behind_the_router(fleet):
+    assert fleet.returncode == 0, "site.yml failed on the fleet (output above)"
+    for h in SERVERS:
+        assert f"http://{hosts.address(h)}:30000" in fleet.stdout, f"the router does not balance {h}"
+    again = fleet_playbook(SITE)
+    assert again.returncode == 0
+    r = recap(again.stdout)
+    assert set(r) == {*SERVERS, ROUTER}
+    assert all(v["changed"] == 0 for v in r.values()), "the second site.yml run changed something"
+
+
+def test_mitogen_strategy_runs_site_as_a_no_op(fleet):
+    """The documented mitogen option (README, "Large fleets"): the same site.yml, nothing to change."""
+    import ansible_mitogen
+    strategy = os.path.join(os.path.dirname(ansible_mitogen.__file__), "plugins", "strategy")
+    out = fleet_playbook(SITE, env={"ANSIBLE_STRATEGY_PLUGINS": strategy, "ANSIBLE_STRATEGY": "mitogen_linear"})
+    assert out.returncode == 0, "site.yml under mitogen failed (output above)"
+    r = recap(out.stdout)
+    assert set(r) == {*SERVERS, ROUTER}
+    assert all(v["changed"] == 0 and v["failed"] == 0 for v in r.values())
+
+
+def test_bad_batch_size_stops_before_anything_changes(fleet):
+    out = fleet_playbook(REPIN, "-e", "repin_batch_size=3", "-e", f"sglang_commit={commits()['fp4_cudnn_default']}")
+    assert out.returncode != 0
+    assert "would leave the routers 0 of their 3 servers" in out.stdout and "Nothing was changed" in out.stdout
+    assert all(r["changed"] == 0 for r in recap(out.stdout).values())
+
+
+def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
+    new = commits()["fp4_cudnn_default"]
+    load = Load(tmp_path)
+    out = fleet_playbook(REPIN, "-e", f"sglang_commit={new}")
+    report = load.stop()
+    assert out.returncode == 0, "repin.yml failed (output above)"
+    assert report["sent"] > 100 and report["failed"] == 0, f"requests failed during the re-pin: {report['errors']}"
+    for h in SERVERS:
+        assert os.path.basename(current_release(h)).startswith(new[:12]), f"{h} is not on the new release"
+        assert any(k.startswith(f"{h}:") and new[:12] in k for k in report["served_by"]), \
+            f"{h} served no request on the new release"
+    assert "lab-gpu-1: differs in sglang_commit: re-pinning" in out.stdout
+    again = fleet_playbook(REPIN, "-e", f"sglang_commit={new}")
+    assert again.returncode == 0
+    assert all(r["changed"] == 0 for r in recap(again.stdout).values()), "a re-pin to the same pins changed something"
+
+
+def test_canary_failure_stops_the_rollout(fleet, tmp_path):
+    new = commits()["fp4_cudnn_default"]
+    before = {h: current_release(h) for h in SERVERS}
+    assert all(new[:12] in r for r in before.values())
+    load = Load(tmp_path)
+    out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['broken_server']}")
+    report = load.stop()
+    assert out.returncode != 0
+    assert "ROLLOUT STOPPED at lab-gpu-1" in out.stdout and "healthy and back in the routers" in out.stdout
+    r = recap(out.stdout)
+    assert r["lab-gpu-1"]["failed"] == 1
+    for h in SERVERS[1:]:
+        assert r[h]["changed"] == 0 and r[h]["failed"] == 0, f"{h} was touched"
+    assert {h: current_release(h) for h in SERVERS} == before
+    assert report["failed"] == 0, f"requests failed: {report['errors']}"
+    ready = subprocess.run(["docker", "exec", hosts.container(ROUTER), "curl", "-s", "http://127.0.0.1:30000/readiness"],
+                           capture_output=True, text=True)
+    assert json.loads(ready.stdout)["healthy_workers"] == 3
+
+
+def test_drift_names_the_hand_changed_host_and_only_that(fleet, tmp_path):
+    new = commits()["fp4_cudnn_default"]
+    subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
+                    "sed -i 's/--mem-fraction-static 0.9/--mem-fraction-static 0.85/' /etc/systemd/system/sglang.service"
+                    " && systemctl daemon-reload"], check=True)
+    out = fleet_playbook(DRIFT, "-e", f"sglang_commit={new}", "-e", f"verify_report_dir={tmp_path}")
+    assert out.returncode == 2, "drift.yml should fail the host that differs"
+    report = json.loads((tmp_path / "drift.json").read_text())
+    assert report["drifted"] == ["lab-gpu-2"]
+    assert report["hosts"]["lab-gpu-2"] == [
+        {"item": "unit flag --mem-fraction-static", "expected": "0.9", "found": "0.85"}]
+    assert report["hosts"]["lab-gpu-1"] == [] and report["hosts"]["lab-gpu-3"] == []
+    assert "1 of 3 host(s) differ from the stack file: lab-gpu-2" in out.stdout
+    assert all(r["changed"] == 0 for r in recap(out.stdout).values()), "drift.yml changed something"
