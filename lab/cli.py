@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -51,6 +52,8 @@ def cmd_site(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     env = up()
     tools.drop_installed_copies()
+    # every run starts from hosts' facts as they are (lab hosts are recreated under the same names)
+    shutil.rmtree(env["ANSIBLE_CACHE_PLUGIN_CONNECTION"], ignore_errors=True)
     cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
            "-o", "console_output_style=classic", *args.pytest_args]
     log("running " + " ".join(cmd))

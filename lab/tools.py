@@ -92,6 +92,9 @@ def tool_env(venv: Path) -> dict[str, str]:
     env["VIRTUAL_ENV"] = str(venv)
     env["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root())
     env["ANSIBLE_CONFIG"] = str(paths.REPO / "ansible.cfg")
+    # ansible.cfg caches facts on disk, keyed by host name; lab hosts are recreated under the same names, so
+    # the lab keeps its own cache (python3 -m lab test starts it empty)
+    env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(paths.sub("facts"))
     # Molecule installs the collection under test into ANSIBLE_HOME; keep that inside the lab's state
     env["ANSIBLE_HOME"] = str(paths.sub("ansible-home"))
     env["PY_COLORS"] = "0"

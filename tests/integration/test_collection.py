@@ -39,6 +39,13 @@ def test_installed_playbook_resolves_by_name(built, tmp_path):
                 "blackwell.serving.site"], env=env, cwd=tmp_path)
     assert proc.returncode == 0
     assert "blackwell.serving.preflight" in proc.stdout
+    # the fleet's playbooks too, with the task files and the preflight plays they take from the collection
+    for name, says in (("repin", "Roll the stack across the servers"), ("drift", "Drift from the stack file"),
+                       ("verify", "Verify")):
+        proc = run(["ansible-playbook", "-i", REPO / "inventories" / "production", "--list-tasks",
+                    f"blackwell.serving.{name}"], env=env, cwd=tmp_path)
+        assert proc.returncode == 0, f"blackwell.serving.{name} does not resolve (output above)"
+        assert says in proc.stdout
 
 
 def test_ansible_test_sanity(built):

@@ -140,6 +140,25 @@ def test_canary_failure_stops_the_rollout(fleet, tmp_path):
     assert json.loads(ready.stdout)["healthy_workers"] == 3
 
 
+def test_a_release_that_passes_the_gate_but_fails_verify_is_reverted(fleet, tmp_path):
+    """The new release serves (gate passed, recorded as deployed), then verify fails (here: a GPU count the lab
+    hosts do not have): the canary goes back to the release, unit and environment that served before."""
+    new = commits()["fp4_cudnn_default"]
+    before = {h: current_release(h) for h in SERVERS}
+    load = Load(tmp_path)
+    out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['last_flashinfer_063']}", "-e", "verify_gpu_count=9")
+    report = load.stop()
+    assert out.returncode != 0
+    assert "check gpu_count failed" in out.stdout
+    assert f"it was reverted to {os.path.basename(before['lab-gpu-1'])}" in out.stdout
+    assert "healthy and back in the routers" in out.stdout
+    assert {h: current_release(h) for h in SERVERS} == before
+    deployed = subprocess.run(["docker", "exec", hosts.container("lab-gpu-1"), "readlink", "/etc/sglang/deployed/release"],
+                              capture_output=True, text=True).stdout.strip()
+    assert deployed == before["lab-gpu-1"] and new[:12] in deployed
+    assert report["failed"] == 0, f"requests failed: {report['errors']}"
+
+
 def test_drift_names_the_hand_changed_host_and_only_that(fleet, tmp_path):
     new = commits()["fp4_cudnn_default"]
     subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
