@@ -164,9 +164,10 @@ def test_drift_names_the_hand_changed_host_and_only_that(fleet, tmp_path):
     subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
                     "sed -i 's/--mem-fraction-static 0.9/--mem-fraction-static 0.85/' /etc/systemd/system/sglang.service"
                     " && systemctl daemon-reload"], check=True)
-    out = fleet_playbook(DRIFT, "-e", f"sglang_commit={new}", "-e", f"verify_report_dir={tmp_path}")
+    reports = tmp_path / "reports"  # not there yet: drift.yml makes it
+    out = fleet_playbook(DRIFT, "-e", f"sglang_commit={new}", "-e", f"verify_report_dir={reports}")
     assert out.returncode == 2, "drift.yml should fail the host that differs"
-    report = json.loads((tmp_path / "drift.json").read_text())
+    report = json.loads((reports / "drift.json").read_text())
     assert report["drifted"] == ["lab-gpu-2"]
     assert report["hosts"]["lab-gpu-2"] == [
         {"item": "unit flag --mem-fraction-static", "expected": "0.9", "found": "0.85"}]

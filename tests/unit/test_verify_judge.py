@@ -156,3 +156,21 @@ def test_the_report_made_on_the_real_h200_says_it_is_not_sm120():
     # the judge, given the same expectations, agrees with what ran there
     again = verify.judge(dict(EXPECTED), {"gpu": h200_host()}, ("gpu",))
     assert [c["ok"] for c in again] == [c["ok"] for c in report["checks"] if c["group"] == "gpu"]
+
+
+def test_the_drift_report_made_on_the_real_h200_names_what_differs_from_the_stack():
+    """drift.yml ran on the device's H200 (tests/fixtures/gpu/h200-device/README-verify.txt): every GPU and CUDA
+    difference from the SM120 stack, the missing unit, and nothing the host has right (the open kernel module)."""
+    import json
+    dev = GPU / "h200-device"
+    report = json.loads((dev / "drift-h200.json").read_text())
+    assert report["drifted"] == ["localhost"]
+    items = [d["item"] for d in report["hosts"]["localhost"]]
+    assert items == ["gpu_count", "gpu_name", "compute_capability", "driver_version", "cuda_toolkit", "unit"]
+    assert "kernel_module" not in items
+    # the same judgement from the captures of that GPU, through the same functions
+    checks = verify.judge(dict(EXPECTED, driver_version="580.95.05", gpu_count=8),
+                          {"gpu": h200_host(), "nvcc": {"release": "13.0", "version": "13.0.88"}}, ("gpu", "cuda"))
+    again = verify.drift(checks, verify.unit_drift("ExecStart=/x -m sglang.launch_server\n", ""), None)
+    assert [d["item"] for d in again] == items
+    assert "1 of 1 host(s) differ from the stack file: localhost" in (dev / "drift-h200.txt").read_text()
