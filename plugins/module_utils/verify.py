@@ -202,7 +202,7 @@ def unit_options(text):
     for line in lines:
         if line.startswith("Environment="):
             for item in shlex.split(line[len("Environment="):]):
-                name, _, value = item.partition("=")
+                name, value = item.split("=", 1) if "=" in item else (item, "")
                 env[name] = value
         elif line.startswith("ExecStart="):
             words = shlex.split(line[len("ExecStart="):])

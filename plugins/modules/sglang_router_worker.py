@@ -104,9 +104,9 @@ waited:
 import json
 import time
 import urllib.error
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 
 class RouterError(Exception):
@@ -114,13 +114,13 @@ class RouterError(Exception):
 
 
 def _request(method, url, body=None, headers=None, timeout=10):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    data = None if body is None else json.dumps(body)
+    headers = dict(headers or {})
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        headers["Content-Type"] = "application/json"
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read()
+        resp = open_url(url, data=data, method=method, headers=headers, timeout=timeout)
+        return resp.getcode(), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
     except (urllib.error.URLError, OSError) as exc:
