@@ -167,12 +167,18 @@ def table(reports):
             rows.append((host, "-", "NO REPORT", "", "the host did not get this far"))
         for c in checks or []:
             rows.append((host, c["name"], "pass" if c["ok"] else "FAIL", _short(c["expected"]), _short(c["found"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return _format(rows)
+
+
+def _format(rows):
+    """Rows of strings as aligned lines (the last column left ragged), a rule under the header row."""
+    last = len(rows[0]) - 1
+    widths = [max(len(r[i]) for r in rows) for i in range(last)]
     lines = []
     for i, r in enumerate(rows):
-        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(4)) + "  " + r[4])
+        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(last)) + "  " + r[last])
         if i == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 5)
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * len(r[last]))
     return lines
 
 
@@ -262,12 +268,7 @@ def drift_table(reports):
             rows.append((host, "(nothing)", "", "in sync"))
         for d in diffs:
             rows.append((host, d["item"], _short(d["expected"]), _short(d["found"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = []
-    for i, r in enumerate(rows):
-        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(3)) + "  " + r[3])
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 8)
+    lines = _format(rows)
     drifted = sorted(h for h, d in reports.items() if d)
     lines.append(f"{len(drifted)} of {len(reports)} host(s) differ from the stack file"
                  + (": " + ", ".join(drifted) if drifted else "."))
