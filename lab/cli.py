@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -33,6 +35,42 @@ def up(with_hosts: list[str] | None = None, fresh: bool = False) -> dict[str, st
     env["BLACKWELL_LAB_GATEWAY"] = addr
     env["BLACKWELL_LAB_ENGINE_STARTED"] = "1" if started else "0"
     return env
+
+
+LOCK_HELD = "BLACKWELL_LAB_LOCK_HELD"
+
+
+@contextlib.contextmanager
+def lab_lock():
+    """One lab run at a time on a machine: the lab's hosts, ports and served trees are one set.
+
+    Two checkouts (or two users of one state directory) that run the lab at once would rebuild the
+    stand-ins and recreate the hosts under each other. A second run waits, saying so; commands started by
+    a run that holds the lock (its tests, its playbooks) inherit it.
+    """
+    if os.environ.get(LOCK_HELD) == str(paths.state_dir()):
+        yield
+        return
+    path = paths.state_dir() / "lab.lock"
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another run"
+            log(f"waiting for the lab: {holder} holds {path}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} ({' '.join(sys.argv[1:2]) or 'lab'} from {paths.REPO})\n")
+        fh.flush()
+        os.environ[LOCK_HELD] = str(paths.state_dir())
+        try:
+            yield
+        finally:
+            os.environ.pop(LOCK_HELD, None)
+            fh.seek(0)
+            fh.truncate()
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -106,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         if val and val[0] == "--":
             setattr(args, attr, val[1:])
     try:
-        return args.func(args)
+        if args.func is cmd_docs:
+            return args.func(args)
+        with lab_lock():
+            return args.func(args)
     except LabError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 1
