@@ -249,3 +249,39 @@ def nvidia_pci_devices(entries):
             continue
         out.append({"pci_bus_id": addr, "pci_device_id": pci_device_id(device)})
     return sorted(out, key=lambda d: d["pci_bus_id"])
+
+
+def _bus_key(bus_id):
+    """'00000000:01:00.0' (nvidia-smi) and '0000:01:00.0' (sysfs) name one device: compare them as numbers."""
+    try:
+        domain, bus, devfn = str(bus_id).strip().lower().split(":")
+        dev, fn = devfn.split(".")
+        return (int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16))
+    except ValueError:
+        return str(bus_id).strip().lower()
+
+
+def gpu_shortfall(facts, needed):
+    """Why this host cannot give a server the GPUs it needs, or None when it can (or cannot be asked).
+
+    facts: ansible_facts['nvidia_gpu'] as gpu_facts returns it; needed: GPUs the server uses on this host.
+    Only a driver that answers is believed: with none (a new host), the configured count stands.
+    """
+    facts = facts or {}
+    if facts.get("state") != "ok":
+        return None
+    gpus = facts.get("gpus") or []
+    count = int(facts.get("count", len(gpus)))
+    if count >= int(needed):
+        return None
+    seen = ", ".join(f"{g.get('name', '?')} at {g.get('pci_bus_id', '?')}" for g in gpus) or "none"
+    pci = facts.get("pci_devices") or []
+    known = {_bus_key(g.get("pci_bus_id")) for g in gpus}
+    lost = [d["pci_bus_id"] for d in pci if _bus_key(d["pci_bus_id"]) not in known]
+    pci_text = (", ".join(f"{d['pci_bus_id']} ({d.get('pci_device_id')})" for d in pci)
+                if pci else "none listed in sysfs")
+    msg = (f"the driver sees {count} GPU{'s' if count != 1 else ''} ({seen}); the server needs {needed} on this "
+           f"host. NVIDIA devices on the PCI bus: {pci_text}.")
+    if lost:
+        msg += f" On the bus but not seen by the driver: {', '.join(lost)} (fallen off the bus, or failed)."
+    return msg
