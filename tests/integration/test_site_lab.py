@@ -1,5 +1,7 @@
 """site.yml over SSH against a fresh lab host, as a fleet operator runs it."""
+import json
 import os
+import re
 
 import pytest
 
@@ -17,23 +19,39 @@ def fresh_check():
 
 
 @pytest.fixture(scope="module")
-def converged(fresh_check):
-    return playbook(SITE)
+def reports(tmp_path_factory):
+    return tmp_path_factory.mktemp("verify-reports")
+
+
+@pytest.fixture(scope="module")
+def converged(fresh_check, reports):
+    return playbook(SITE, "-e", f"verify_report_dir={reports}")
 
 
 @needs_lab
 def test_check_diff_runs_through_on_a_fresh_host(fresh_check):
     assert fresh_check.returncode == 0, "site.yml --check --diff failed on a fresh host (output above)"
     assert recap(fresh_check.stdout)[HOST]["changed"] > 0, "check mode on a fresh host reported nothing to do"
+    # no value printed as a blank: a fresh host has no module loaded, and the message says so
+    assert "REBOOT REQUIRED on lab-gpu-1: loaded now: no NVIDIA module; installed: the open NVIDIA module" \
+        in fresh_check.stdout
+    assert not re.search(r"(is|now:)\s+[,;.]", fresh_check.stdout)
 
 
 @needs_lab
-def test_fresh_host_converges(converged):
+def test_fresh_host_converges(converged, reports):
     assert converged.returncode == 0, "site.yml failed on a fresh lab host (output above)"
     r = recap(converged.stdout)[HOST]
     assert r["failed"] == 0 and r["unreachable"] == 0
-    # the lab inventory, like production, does not allow reboots: the run ends saying one is due
-    assert "REBOOT REQUIRED on lab-gpu-1" in converged.stdout
+    # the lab allows reboots (its hosts are containers): a first run ends serving and verified, the verify
+    # table the last thing it prints, every check passing
+    out = converged.stdout
+    assert "REBOOT REQUIRED" not in out and "No host waits for a reboot." in out
+    table_at = out.index("report | Summary of every host")
+    assert "PLAY [" not in out[table_at:].replace("PLAY RECAP", ""), "something ran after verify's table"
+    report = json.loads((reports / f"{HOST}.json").read_text())
+    assert report["passed"] is True, [c for c in report["checks"] if not c["ok"]]
+    assert {"unit_active", "chat_completion", "sm120_fix"} <= {c["name"] for c in report["checks"]}
 
 
 @needs_lab
