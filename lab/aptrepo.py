@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import paths, serve
+from .hosts import MIRROR_NAME
 from .util import LabError, digest, log, run
 
 # Where NVIDIA serves it, relative to its host: kept so that only the host differs.
 REPO_PATH = "compute/cuda/repos/debian12/x86_64"
 KEY_FILE = "3bf863cc.pub"  # the name of NVIDIA's CUDA repository key file
+KEYRING_LIST = "cuda-debian12-x86_64.list"  # the source entry NVIDIA's cuda-keyring package installs
+# where lab hosts reach the repository (the keyring's entry names it, as NVIDIA's names NVIDIA's)
+REPO_URL = f"http://{MIRROR_NAME}:{serve.HTTP_PORT}/{REPO_PATH}/"
 DRIVER_VERSIONS = ["580.82.07", "580.95.05", "580.105.08", "590.48.01"]
 # (package suffix, toolkit version, nvcc version)
 CUDA_RELEASES = [("12-8", "12.8.1", "12.8.93"), ("12-9", "12.9.0", "12.9.41"),
@@ -42,20 +47,51 @@ class Deb:
     files: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # path -> (content, mode)
     postinst: str | None = None
     section: str = "multiverse/devel"
+    source: str | None = None
+    arch: str = "amd64"
+    replaces: list[str] = field(default_factory=list)
+    prerm: str | None = None
+
+
+# The sources the NVIDIA packages are built from, as in NVIDIA's debian12 repository: most come from
+# nvidia-graphics-drivers; nvidia-persistenced, nvidia-modprobe and nvidia-settings have their own, released
+# at the driver's version.
+GRAPHICS = "nvidia-graphics-drivers"
+
+
+def _doc(name: str, v: str) -> dict[str, tuple[bytes, int]]:
+    return {f"usr/share/doc/{name}/README.lab-standin": (f"Lab stand-in of {name} {v}\n".encode(), 0o644)}
 
 
 def driver_debs(ver: str) -> list[Deb]:
+    """One driver release in the dependency shape of NVIDIA's debian12 repository.
+
+    The desktop metapackage ``nvidia-driver`` depends at the exact version on the X driver and the GL/EGL/GLX
+    libraries; the compute-only set is ``nvidia-driver-cuda`` and a kernel module package (NVIDIA driver
+    installation guide, Debian, "compute-only"); the kernel module packages need ``nvidia-kernel-support``
+    and the GSP firmware; ``nvidia-driver-pinning-<version>`` and ``-<branch>`` are NVIDIA's version-locking
+    packages ("Version locking", "Recent updates"). Dependencies on the separately built packages
+    (nvidia-persistenced, nvidia-modprobe) carry a lower bound only, as upstream's do.
+    """
     v = f"{ver}-1"
     branch = ver.split(".")[0]
-    doc = lambda n: {f"usr/share/doc/{n}/README.lab-standin": (f"Lab stand-in of {n} {v}\n".encode(), 0o644)}
+    doc = lambda n: _doc(n, v)
     smi = (STANDINS / "nvidia_smi.py").read_text().replace("@LIB_VERSION@", ver)
     smi_files = {"usr/bin/nvidia-smi": (smi.encode(), 0o755)}
     for cap in sorted(RTX_CAPTURES.iterdir()):
         smi_files[f"usr/share/lab-standin/nvidia-smi/{cap.name}"] = (cap.read_bytes(), 0o644)
+    modprobe = (STANDINS / "nvidia_modprobe.py").read_text()
     module = lambda flavour: {
         "usr/lib/lab-standin/nvidia-kernel-module": (
             f"MODULE_VERSION={ver}\nMODULE_FLAVOUR={flavour}\nGPU_COUNT=8\n".encode(), 0o644),
         f"usr/src/nvidia-{ver}/dkms.conf": (f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n'.encode(), 0o644)}
+    # DKMS builds the module for every kernel whose headers are installed, and for later ones when their
+    # headers arrive; the stand-in "builds" a file where Debian's DKMS installs the module.
+    dkms_build = ("#!/bin/sh\nset -e\nfor h in /usr/src/linux-headers-*; do\n  [ -d \"$h\" ] || continue\n"
+                  "  k=${h#/usr/src/linux-headers-}\n  mkdir -p /lib/modules/$k/updates/dkms\n"
+                  f"  echo 'lab stand-in of nvidia.ko {ver}' > /lib/modules/$k/updates/dkms/nvidia.ko\n"
+                  "done\n")
+    dkms_remove = "#!/bin/sh\nset -e\nrm -f /lib/modules/*/updates/dkms/nvidia.ko\n"
     persistenced_unit = (
         "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
         "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
@@ -66,34 +102,98 @@ def driver_debs(ver: str) -> list[Deb]:
         "mkdir -p /var/run/nvidia-persistenced\n"
         "( trap 'exit 0' TERM; while :; do sleep 3600; done ) >/dev/null 2>&1 &\n"
         "echo $! > /var/run/nvidia-persistenced/nvidia-persistenced.pid\n")
+    exact = lambda *names: [f"{n} (= {v})" for n in names]
+    gfx = lambda name, desc, **kw: Deb(name, v, desc, source=GRAPHICS, files=kw.pop("files", doc(name)), **kw)
+    pinning = lambda name, pattern: Deb(
+        name, v, f"NVIDIA driver version locking ({pattern})", source=name, arch="all",
+        conflicts=["nvidia-driver-pinning"], provides=["nvidia-driver-pinning"], replaces=["nvidia-driver-pinning"],
+        files={"etc/apt/preferences.d/nvidia-driver-pinning": (
+            "".join(f"Package: {glob}\nPin: version {pattern}\nPin-Priority: 1000\n\n"
+                    for glob in ("*nvidia*", "libcuda*", "libnv*")).encode(), 0o644)}, section="multiverse/admin")
     return [
-        Deb("nvidia-open", v, "NVIDIA driver metapackage with open GPU kernel modules",
-            depends=[f"nvidia-driver (= {v})", f"nvidia-kernel-open-dkms (= {v})"]),
-        Deb("nvidia-driver", v, "NVIDIA metapackage",
-            depends=[f"nvidia-smi (= {v})", f"libcuda1 (= {v})", f"libnvidia-ml1 (= {v})",
-                     f"nvidia-persistenced (= {v})", f"firmware-nvidia-gsp (= {v})",
-                     f"nvidia-kernel-open-dkms (= {v}) | nvidia-kernel-dkms (= {v})"], files=doc("nvidia-driver")),
-        Deb("nvidia-kernel-open-dkms", v, "NVIDIA open GPU kernel module DKMS source",
+        # NVIDIA's metapackages: desktop driver plus module flavour
+        Deb("nvidia-open", v, "NVIDIA driver metapackage with open GPU kernel modules", source="nvidia-open",
+            depends=exact("nvidia-driver", "nvidia-kernel-open-dkms")),
+        # Debian's desktop metapackage: X driver, GL/EGL/GLX, each at exactly this version
+        gfx("nvidia-driver", "NVIDIA metapackage",
+            depends=exact("nvidia-driver-libs", "nvidia-driver-bin", "xserver-xorg-video-nvidia",
+                          "nvidia-vdpau-driver", "nvidia-alternative", "nvidia-smi", "libcuda1", "libnvidia-ml1",
+                          "firmware-nvidia-gsp")
+            + [f"nvidia-persistenced (>= {branch})",
+               f"nvidia-kernel-dkms (= {v}) | nvidia-kernel-open-dkms (= {v})"]),
+        gfx("nvidia-driver-libs", "NVIDIA metapackage (OpenGL/GLX/EGL/GLES libraries)",
+            depends=exact("libgl1-nvidia-glvnd-glx", "libglx-nvidia0", "libegl-nvidia0", "nvidia-egl-icd")),
+        gfx("nvidia-driver-bin", "NVIDIA driver support binaries", depends=exact("nvidia-alternative")),
+        gfx("xserver-xorg-video-nvidia", "NVIDIA binary Xorg driver",
+            depends=exact("nvidia-alternative", "libglx-nvidia0"), section="multiverse/x11"),
+        gfx("libgl1-nvidia-glvnd-glx", "NVIDIA binary OpenGL/GLX library (GLVND variant)",
+            depends=exact("libglx-nvidia0"), section="multiverse/libs"),
+        gfx("libglx-nvidia0", "NVIDIA binary GLX library", depends=exact("nvidia-alternative", "libnvidia-glcore"),
+            section="multiverse/libs"),
+        gfx("libegl-nvidia0", "NVIDIA binary EGL library", depends=exact("libnvidia-eglcore"),
+            section="multiverse/libs"),
+        gfx("libnvidia-glcore", "NVIDIA binary OpenGL/GLX core libraries", section="multiverse/libs"),
+        gfx("libnvidia-eglcore", "NVIDIA binary EGL core libraries", section="multiverse/libs"),
+        gfx("nvidia-egl-icd", "NVIDIA EGL installable client driver (ICD)", depends=exact("libegl-nvidia0")),
+        gfx("nvidia-vdpau-driver", "Video Decode and Presentation API for Unix - NVIDIA driver",
+            depends=exact("nvidia-alternative")),
+        gfx("nvidia-alternative", "allows the selection of NVIDIA as GLX provider"),
+        # the compute-only set (NVIDIA driver installation guide, Debian, compute-only system)
+        gfx("nvidia-driver-cuda", "NVIDIA driver CUDA integration components",
+            depends=exact("nvidia-smi", "libcuda1", "libnvidia-ml1", "libnvidia-ptxjitcompiler1")
+            + [f"nvidia-persistenced (>= {branch})", f"nvidia-modprobe (>= {branch})"]),
+        gfx("nvidia-kernel-open-dkms", "NVIDIA open GPU kernel module DKMS source",
+            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp"),
             conflicts=["nvidia-kernel-dkms"], provides=[f"nvidia-kernel-dkms-any (= {v})"],
-            files=module("open"), section="multiverse/kernel"),
-        Deb("nvidia-kernel-dkms", v, "NVIDIA proprietary kernel module DKMS source",
+            files=module("open"), postinst=dkms_build, prerm=dkms_remove, section="multiverse/kernel"),
+        gfx("nvidia-kernel-dkms", "NVIDIA proprietary kernel module DKMS source",
+            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp"),
             conflicts=["nvidia-kernel-open-dkms"], provides=[f"nvidia-kernel-dkms-any (= {v})"],
-            files=module("proprietary"), section="multiverse/kernel"),
-        Deb("nvidia-smi", v, "NVIDIA System Management Interface", depends=[f"libnvidia-ml1 (= {v})"],
+            files=module("proprietary"), postinst=dkms_build, prerm=dkms_remove, section="multiverse/kernel"),
+        gfx("nvidia-kernel-support", "NVIDIA binary kernel module support files",
+            depends=[f"nvidia-modprobe (>= {branch})"], section="multiverse/kernel"),
+        gfx("firmware-nvidia-gsp", "NVIDIA GSP firmware", section="multiverse/kernel"),
+        gfx("nvidia-smi", "NVIDIA System Management Interface", depends=exact("libnvidia-ml1"),
             files=smi_files),
-        Deb("libcuda1", v, "NVIDIA CUDA Driver Library", files=doc("libcuda1")),
-        Deb("libnvidia-ml1", v, "NVIDIA Management Library (NVML) runtime library", files=doc("libnvidia-ml1")),
-        Deb("firmware-nvidia-gsp", v, "NVIDIA GSP firmware", files=doc("firmware-nvidia-gsp")),
+        gfx("libcuda1", "NVIDIA CUDA Driver Library", depends=exact("libnvidia-ptxjitcompiler1"),
+            section="multiverse/libs"),
+        gfx("libnvidia-ptxjitcompiler1", "NVIDIA PTX JIT Compiler library", section="multiverse/libs"),
+        gfx("libnvidia-ml1", "NVIDIA Management Library (NVML) runtime library", section="multiverse/libs"),
         Deb("nvidia-persistenced", v, "daemon to maintain persistent software state in the NVIDIA driver",
+            source="nvidia-persistenced",
             files={"usr/bin/nvidia-persistenced": (persistenced_bin.encode(), 0o755),
                    "lib/systemd/system/nvidia-persistenced.service": (persistenced_unit.encode(), 0o644)},
             postinst="#!/bin/sh\nset -e\nif [ \"$1\" = configure ]; then\n"
                      "  getent passwd nvidia-persistenced >/dev/null || "
                      "useradd --system --no-create-home --home-dir / --shell /usr/sbin/nologin nvidia-persistenced\nfi\n"),
+        Deb("nvidia-modprobe", v, "utility to load NVIDIA kernel modules and create device nodes",
+            source="nvidia-modprobe", files={"usr/bin/nvidia-modprobe": (modprobe.encode(), 0o755)}),
+        # NVIDIA's version-locking packages: one per release and one per branch, one installed at a time
+        pinning(f"nvidia-driver-pinning-{ver}", f"{ver}-*"),
+        pinning(f"nvidia-driver-pinning-{branch}", f"{branch}.*"),
         # NVIDIA's branch metapackage: its dependency has no upper bound, so it is no pin (STACK.md).
         Deb(f"cuda-drivers-{branch}", v, f"CUDA drivers metapackage for branch {branch}",
-            depends=["nvidia-driver (>= 580.65.06)"]),
+            source="cuda-drivers", depends=["nvidia-driver (>= 580.65.06)"]),
     ]
+
+
+def cuda_keyring(key_binary: bytes, repo_url: str) -> Deb:
+    """NVIDIA's cuda-keyring 1.1-1 as laid out upstream: the key as a binary keyring under
+    /usr/share/keyrings and a one-line source entry for the repository, signed by it."""
+    return Deb("cuda-keyring", "1.1-1", "GPG keyring for the CUDA repository", source="cuda-keyring", arch="all",
+               files={"usr/share/keyrings/cuda-archive-keyring.gpg": (key_binary, 0o644),
+                      f"etc/apt/sources.list.d/{KEYRING_LIST}": (
+                          f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {repo_url} /\n".encode(),
+                          0o644)},
+               section="multiverse/admin")
+
+
+def headers_metapackage() -> Deb:
+    """Lab stand-in of Debian's linux-headers-amd64 for the lab's kernel (the host's, which no Debian package
+    matches; the image carries a stand-in of its headers package): the metapackage that follows the kernel."""
+    release = os.uname().release
+    return Deb("linux-headers-amd64", "99:1.0-lab", "Header files for Linux (meta-package, lab kernel)",
+               source="linux-signed-amd64", depends=[f"linux-headers-{release}"], section="kernel")
 
 
 def cuda_debs(suffix: str, version: str, nvcc_version: str) -> list[Deb]:
@@ -113,12 +213,13 @@ def cuda_debs(suffix: str, version: str, nvcc_version: str) -> list[Deb]:
     ]
 
 
-def all_debs() -> list[Deb]:
+def all_debs(key_binary: bytes = b"", repo_url: str = REPO_URL) -> list[Deb]:
     debs: list[Deb] = []
     for ver in DRIVER_VERSIONS:
         debs += driver_debs(ver)
     for rel in CUDA_RELEASES:
         debs += cuda_debs(*rel)
+    debs += [cuda_keyring(key_binary, repo_url), headers_metapackage()]
     return debs
 
 
@@ -133,19 +234,22 @@ def build_deb(deb: Deb, out: Path, scratch: Path) -> Path:
         target.write_bytes(content)
         target.chmod(mode)
     size_kb = max(1, sum(len(c) for c, _ in deb.files.values()) // 1024)
-    control = [f"Package: {deb.name}", f"Version: {deb.version}", "Architecture: amd64",
+    control = [f"Package: {deb.name}", *([f"Source: {deb.source}"] if deb.source and deb.source != deb.name else []),
+               f"Version: {deb.version}", f"Architecture: {deb.arch}",
                "Maintainer: blackwell.serving lab <lab@localhost>", f"Installed-Size: {size_kb}",
                f"Section: {deb.section}", "Priority: optional"]
-    for key, vals in (("Depends", deb.depends), ("Conflicts", deb.conflicts), ("Provides", deb.provides)):
+    for key, vals in (("Depends", deb.depends), ("Conflicts", deb.conflicts), ("Replaces", deb.replaces),
+                      ("Provides", deb.provides)):
         if vals:
             control.append(f"{key}: {', '.join(vals)}")
     control.append(f"Description: {deb.description} (lab stand-in)\n"
                    " Built by the blackwell.serving lab; its content is a stand-in.")
     (stage / "DEBIAN/control").write_text("\n".join(control) + "\n")
-    if deb.postinst:
-        (stage / "DEBIAN/postinst").write_text(deb.postinst)
-        (stage / "DEBIAN/postinst").chmod(0o755)
-    path = out / f"{deb.name}_{deb.version}_amd64.deb"
+    for script, text in (("postinst", deb.postinst), ("prerm", deb.prerm)):
+        if text:
+            (stage / "DEBIAN" / script).write_text(text)
+            (stage / "DEBIAN" / script).chmod(0o755)
+    path = out / f"{deb.name}_{deb.version.split(':')[-1]}_{deb.arch}.deb"
     run(["dpkg-deb", "--root-owner-group", "-Zgzip", "-z1", "--build", str(stage), str(path)], capture=True, quiet=True)
     shutil.rmtree(stage)
     return path
@@ -186,6 +290,24 @@ class Keyring:
     def public_armored(self) -> str:
         return self.gpg("--armor", "--export")
 
+    def public_binary(self) -> bytes:
+        return subprocess.run(["gpg", "--batch", "--quiet", "--homedir", str(self.home), "--export"],
+                              capture_output=True, check=True).stdout
+
+    def fingerprint(self) -> str:
+        """The primary key's fingerprint (what a site pins as nvidia_repo_key_fingerprint)."""
+        for line in self.gpg("--with-colons", "--fingerprint").splitlines():
+            if line.startswith("fpr:"):
+                return line.split(":")[9]
+        raise LabError("the lab's signing key has no fingerprint")
+
+
+def key_fingerprint() -> str:
+    """The fingerprint of the key the stand-in repository is signed with (the lab's inventory pins it)."""
+    keyring = Keyring()
+    keyring.ensure()
+    return keyring.fingerprint()
+
 
 def build(www: Path) -> Path:
     """Build the repository under www/REPO_PATH (only when its inputs changed)."""
@@ -204,7 +326,7 @@ def build(www: Path) -> Path:
         shutil.rmtree(repo)
     repo.mkdir(parents=True)
     scratch = paths.sub("scratch")
-    debs = [build_deb(d, repo, scratch) for d in all_debs()]
+    debs = [build_deb(d, repo, scratch) for d in all_debs(keyring.public_binary())]
     packages = packages_index(debs, repo)
     (repo / "Packages").write_bytes(packages)
     (repo / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))

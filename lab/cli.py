@@ -33,6 +33,8 @@ def up(with_hosts: list[str] | None = None, fresh: bool = False) -> dict[str, st
     env["BLACKWELL_LAB_SSH_KEY"] = str(hosts.ssh_key())
     env["BLACKWELL_LAB_IMAGE"] = tag
     env["BLACKWELL_LAB_GATEWAY"] = addr
+    # the stand-in NVIDIA repository's key is made per lab state: the lab inventory pins its fingerprint from here
+    env["BLACKWELL_LAB_NVIDIA_KEY_FINGERPRINT"] = aptrepo.key_fingerprint()
     env["BLACKWELL_LAB_ENGINE_STARTED"] = "1" if started else "0"
     return env
 

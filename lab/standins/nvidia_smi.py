@@ -14,6 +14,7 @@ are derived from GPU 0's (marked in the data as synthesized).
 """
 import os
 import re
+import subprocess
 import sys
 
 DATA = os.environ.get("LAB_NVIDIA_SMI_DATA", "/usr/share/lab-standin/nvidia-smi")
@@ -21,6 +22,8 @@ LIB_VERSION = "@LIB_VERSION@"  # replaced when the package is built
 CAPTURED_DRIVER = "580.95.05"
 CUDA_BY_BRANCH = {"570": "12.8", "575": "12.9", "580": "13.0", "590": "13.1"}
 PROC_VERSION = os.environ.get("LAB_NVIDIA_PROC_VERSION", "/proc/driver/nvidia/version")
+MODPROBE = os.environ.get("LAB_NVIDIA_MODPROBE", "/usr/bin/nvidia-modprobe")
+DEV = os.environ.get("LAB_NVIDIA_DEV", "/dev")
 
 
 def read(name):
@@ -87,6 +90,17 @@ def query(fields, fmt, records):
     print("\n".join(lines))
 
 
+def make_device_nodes(records):
+    """As the real library does on first use: missing /dev/nvidia<N> and /dev/nvidiactl are made by the setuid
+    nvidia-modprobe (here: only as root, since a stand-in script cannot be setuid). nvidia-uvm is not: that
+    is the CUDA library's business, or a boot unit's (nvidia-modprobe -u -c 0)."""
+    if os.geteuid() != 0 or not os.path.exists(MODPROBE):
+        return
+    for rec in records:
+        if not os.path.exists(os.path.join(DEV, "nvidia" + rec["index"])):
+            subprocess.run([MODPROBE, "-c", rec["index"]], check=False)
+
+
 def die(msg, rc):
     print(msg)
     sys.exit(rc)
@@ -102,6 +116,7 @@ def main(argv):
             f"NVML library version: {LIB_VERSION.rsplit('.', 1)[0]}", 18)
     cuda = CUDA_BY_BRANCH.get(loaded.split(".")[0], "13.0")
     records = gpus(loaded)
+    make_device_nodes(records)
     sel = None
     if "-i" in argv:
         sel = argv[argv.index("-i") + 1]

@@ -55,6 +55,15 @@ def _gpu(expected, gpu):
     return out
 
 
+def _module_built(kernel, files):
+    """A kernel whose NVIDIA module was never built (DKMS had no headers for it) brings the host up without GPUs."""
+    built = [f for f in files if f.rsplit("/", 1)[-1].split(".ko")[0] == "nvidia"]
+    return _check("kernel_module_built", "gpu", bool(built), f"nvidia.ko built for the running kernel {kernel}",
+                  built or "none",
+                  f"No NVIDIA module is built for kernel {kernel}: DKMS had no headers for it. Install the kernel "
+                  "headers metapackage (role nvidia_driver does), run dkms autoinstall for this kernel, and reboot.")
+
+
 def _cuda(expected, nvcc):
     found = nvcc.get("version") if nvcc else None
     release = nvcc.get("release") if nvcc else None
@@ -149,6 +158,8 @@ def judge(expected, found, groups=GROUPS):
     checks = []
     if "gpu" in groups:
         checks += _gpu(expected, found.get("gpu") or {"state": "not gathered"})
+        if found.get("kernel_module_files") is not None:
+            checks.append(_module_built(found.get("kernel"), found["kernel_module_files"]))
     if "cuda" in groups:
         checks += _cuda(expected, found.get("nvcc"))
     if "sglang" in groups:

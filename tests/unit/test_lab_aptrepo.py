@@ -1,4 +1,5 @@
 """The stand-in NVIDIA repository: real names and versions, signed, replaying the captures."""
+import re
 import subprocess
 
 import pytest
@@ -63,3 +64,119 @@ def test_nvidia_smi_package_carries_the_captures(repo, tmp_path):
     smi = (tmp_path / "usr/bin/nvidia-smi").read_text()
     assert 'LIB_VERSION = "580.95.05"' in smi
     assert (tmp_path / "usr/share/lab-standin/nvidia-smi/nvidia-smi-q.txt").is_file()
+
+
+# --- the real dependency shape (issue 12): what apt does with it ---------------------------------------------
+
+def apt_sandbox(tmp_path, repo, sources_line=None, prefs=""):
+    """apt 2.6 of this machine, on an empty dpkg database, reading only the stand-in repository."""
+    root = tmp_path / "root"
+    for d in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "var/lib/apt/lists/partial",
+              "var/cache/apt/archives/partial", "var/lib/dpkg"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    (root / "var/lib/dpkg/status").write_text("")
+    (root / "etc/apt/sources.list").write_text(sources_line or f"deb [trusted=yes] file:{repo} /\n")
+    (root / "etc/apt/preferences.d/test.pref").write_text(prefs)
+    opts = [f"-oDir={root}", f"-oDir::State::status={root}/var/lib/dpkg/status", "-oDebug::NoLocking=1",
+            "-oAPT::Architecture=amd64", "-oAPT::Get::Show-Versions=1"]
+
+    def apt(*args):
+        return subprocess.run(["apt-get", *opts, *args], capture_output=True, text=True)
+    return root, apt
+
+
+def test_desktop_metapackage_pins_x_and_gl_at_its_exact_version(repo):
+    dep = stanzas(repo)[("nvidia-driver", "580.95.05-1")]["Depends"]
+    for name in ("xserver-xorg-video-nvidia", "nvidia-driver-libs", "nvidia-alternative", "nvidia-vdpau-driver"):
+        assert f"{name} (= 580.95.05-1)" in dep
+    libs = stanzas(repo)[("nvidia-driver-libs", "580.95.05-1")]["Depends"]
+    for name in ("libgl1-nvidia-glvnd-glx", "libglx-nvidia0", "libegl-nvidia0"):
+        assert f"{name} (= 580.95.05-1)" in libs
+
+
+def test_exact_desktop_pin_fails_once_590_is_in_the_repository(repo, tmp_path):
+    # the issue's case 2, as apt 2.6.1 says it: today's install line cannot be satisfied
+    _, apt = apt_sandbox(tmp_path, repo)
+    assert apt("update").returncode == 0
+    names = ["nvidia-open", "nvidia-driver", "nvidia-kernel-open-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1",
+             "nvidia-persistenced", "firmware-nvidia-gsp"]
+    out = apt("-s", "install", *[f"{n}=580.95.05-1" for n in names])
+    assert out.returncode != 0
+    assert re.search(r"Depends: \S+ \(= 580\.95\.05-1\) but 590\.48\.01-1 is to be installed", out.stdout), out.stdout
+
+
+def test_compute_only_set_installs_at_the_exact_version_without_x_or_gl(repo, tmp_path):
+    _, apt = apt_sandbox(tmp_path, repo, prefs=(
+        "Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-*\nPin: version 580.95.05-1\nPin-Priority: 1001\n"))
+    assert apt("update").returncode == 0
+    out = apt("-s", "install", "nvidia-driver-pinning-580.95.05=580.95.05-1", "nvidia-driver-cuda=580.95.05-1",
+              "nvidia-kernel-open-dkms=580.95.05-1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    inst = dict(re.findall(r"^Inst (\S+) \((\S+)", out.stdout, re.M))
+    assert {"nvidia-smi", "libcuda1", "nvidia-persistenced", "nvidia-modprobe", "firmware-nvidia-gsp",
+            "nvidia-kernel-support"} <= inst.keys()
+    assert set(inst.values()) == {"580.95.05-1"}, inst
+    assert not [n for n in inst if re.match(r"(xserver-|libgl|libglx|libegl|nvidia-driver$|nvidia-alternative)", n)]
+
+
+def test_without_a_pin_even_the_compute_set_cannot_be_had_at_an_older_release(repo, tmp_path):
+    # apt takes the candidate (590) for every dependency it is not told about: a pin is what makes 580 possible
+    _, apt = apt_sandbox(tmp_path, repo)
+    apt("update")
+    out = apt("-s", "install", "nvidia-driver-cuda=580.95.05-1", "nvidia-kernel-open-dkms=580.95.05-1")
+    assert out.returncode != 0
+    assert "libcuda1 (= 580.95.05-1) but 590.48.01-1 is to be installed" in out.stdout
+
+
+def test_pinning_packages_for_version_and_branch(repo, tmp_path):
+    pk = stanzas(repo)
+    for name in ("nvidia-driver-pinning-580.95.05", "nvidia-driver-pinning-580", "nvidia-driver-pinning-590",
+                 "nvidia-driver-pinning-590.48.01"):
+        assert any(n == name for n, _ in pk), name
+    deb = repo / "nvidia-driver-pinning-580.95.05_580.95.05-1_all.deb"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    pref = (tmp_path / "etc/apt/preferences.d/nvidia-driver-pinning").read_text()
+    assert "Pin: version 580.95.05-*" in pref
+
+
+def test_pinning_package_alone_holds_a_dist_upgrade_at_its_release(repo, tmp_path):
+    root, apt = apt_sandbox(tmp_path, repo)
+    deb = repo / "nvidia-driver-pinning-580.95.05_580.95.05-1_all.deb"
+    x = tmp_path / "x"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(x)], check=True)
+    (root / "etc/apt/preferences.d/test.pref").write_text(
+        (x / "etc/apt/preferences.d/nvidia-driver-pinning").read_text())
+    apt("update")
+    out = apt("-s", "install", "nvidia-driver-cuda", "nvidia-kernel-open-dkms")
+    inst = dict(re.findall(r"^Inst (\S+) \((\S+)", out.stdout, re.M))
+    assert inst and set(inst.values()) == {"580.95.05-1"}, out.stdout
+
+
+def test_cuda_keyring_is_laid_out_like_nvidias(repo, tmp_path):
+    deb = repo / "cuda-keyring_1.1-1_all.deb"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    entry = (tmp_path / "etc/apt/sources.list.d/cuda-debian12-x86_64.list").read_text()
+    assert entry == f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {aptrepo.REPO_URL} /\n"
+    keyring = tmp_path / "usr/share/keyrings/cuda-archive-keyring.gpg"
+    # a binary keyring that verifies the repository's signature
+    ok = subprocess.run(["gpgv", "--keyring", str(keyring), str(repo / "InRelease")], capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    listed = subprocess.run(["gpg", "--batch", "--with-colons", "--show-keys", str(keyring)],
+                            capture_output=True, text=True, check=True).stdout
+    assert f"fpr:::::::::{aptrepo.key_fingerprint()}:" in listed
+
+
+def test_two_entries_for_one_uri_with_different_signed_by_break_apt(repo, tmp_path):
+    # the issue's case 1, with this machine's apt: cuda-keyring's entry plus another Signed-By for the URI
+    lines = (f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:{repo} /\n"
+             f"deb [signed-by=/etc/apt/keyrings/nvidia-cuda.asc] file:{repo} /\n")
+    _, apt = apt_sandbox(tmp_path, repo, sources_line=lines)
+    out = apt("update")
+    assert out.returncode != 0
+    assert "Conflicting values set for option Signed-By" in out.stderr
+
+
+def test_headers_metapackage_follows_the_lab_kernel(repo):
+    import os
+    dep = stanzas(repo)[("linux-headers-amd64", "99:1.0-lab")]["Depends"]
+    assert dep == f"linux-headers-{os.uname().release}"
