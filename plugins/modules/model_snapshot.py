@@ -234,7 +234,7 @@ def main():
         module.fail_json(msg=f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: "
                              f"{exc}{hint}", **result)
 
-    progress = progress_writer(p["progress_file"]) if verify and p["progress_file"] and not \
+    progress = progress_writer(p["progress_file"], sum(e["size"] for e in manifest)) if verify and p["progress_file"] and not \
         (module.check_mode and state != "checked") else None
     try:
         judged = snapshot.judge(root, manifest, verify=verify, recorded=recorded, rehash=p["rehash"], progress=progress)
@@ -280,10 +280,10 @@ def public(judged):
 
 
 class progress_writer:
-    """Writes the bytes hashed so far to a file, at most every few seconds."""
+    """Writes the bytes hashed so far and the total to a file, at most every few seconds."""
 
-    def __init__(self, path, every=2.0):
-        self.path, self.every, self.last = path, every, 0.0
+    def __init__(self, path, total, every=2.0):
+        self.path, self.total, self.every, self.last = path, total, every, 0.0
 
     def __call__(self, done):
         now = time.monotonic()
@@ -291,7 +291,7 @@ class progress_writer:
             self.last = now
             tmp = self.path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(f"{done}\n")
+                fh.write(f"{done} {self.total}\n")
             os.replace(tmp, self.path)
 
     def close(self):
