@@ -75,6 +75,7 @@ class ActionModule(ActionBase):
             last_t, last_b = now, done
             display.display(f"{host}: {args['label']}: {progress_line(done, total, now - start, rate)}"
                             f" [{human_duration(now - start)} so far]")
+        display.display(f"{host}: {args['label']}: finished after {human_duration(time.monotonic() - start)}")
         self._status(args["jid"], task_vars, mode="cleanup")
         # a module's job: its own result, for the task that follows
         result["job"] = {k: v for k, v in status.items() if k not in ("ansible_job_id", "finished", "started",
