@@ -1,14 +1,12 @@
 """The model_snapshot module (plugins/modules/model_snapshot.py) against a small stand-in of the Hub's tree
 listing: what it reads, what it records, and what it catches (issue 19, point 3)."""
 import hashlib
-import http.server
 import json
 import os
-import threading
 
 import pytest
 
-from modrun import run_module
+from modrun import run_module, serve
 
 REPO_ID, REV = "org/model", "a" * 40
 FILES = {"config.json": b'{"model_type": "glm_moe_dsa"}\n', "model-00001.safetensors": b"\x01" * 65536,
@@ -27,22 +25,12 @@ def hub():
         listing.append(e)
     requests = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            requests.append(self.path)
-            body = json.dumps(listing).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path):
+        requests.append(path)
+        return 200, json.dumps(listing).encode()
 
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", requests
-    httpd.shutdown()
+    with serve(answer) as url:
+        yield url, requests
 
 
 @pytest.fixture

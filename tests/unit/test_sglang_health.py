@@ -1,30 +1,16 @@
 """The health probe (plugins/modules/sglang_health.py) against a small HTTP server and a fake systemctl: when is
 the unit judged failed."""
-import http.server
-import threading
-
 import pytest
 
-from modrun import run_module
+from modrun import run_module, serve
 
 
 @pytest.fixture
 def server():
     """Answers /health with the status in `state['status']` (503 while the weights load, then 200)."""
     state = {"status": 503}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            self.send_response(state["status"])
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
-    httpd.shutdown()
+    with serve(lambda path: (state["status"], b"")) as url:
+        yield url, state
 
 
 def fake_systemctl(tmp_path, active, sub, restarts):
