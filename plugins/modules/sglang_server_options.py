@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: sglang_server_options
 short_description: The options an sglang tree's server accepts, and which of some arguments it does not know
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads C(python/sglang/srt/server_args.py) under O(path) and collects the option strings of its
     C(add_argument) calls by parsing the file (nothing is imported, so no GPU and no installed stack are needed).
