@@ -78,8 +78,8 @@ class ActionModule(ActionBase):
         display.display(f"{host}: {args['label']}: finished after {human_duration(time.monotonic() - start)}")
         self._status(args["jid"], task_vars, mode="cleanup")
         # a module's job: its own result, for the task that follows
-        result["job"] = {k: v for k, v in status.items() if k not in ("ansible_job_id", "finished", "started",
-                                                                       "results_file", "invocation")}
+        internal = ("ansible_job_id", "finished", "started", "results_file", "invocation")
+        result["job"] = {k: v for k, v in status.items() if k not in internal}
         for key in ("rc", "stdout", "stderr", "cmd", "start", "end", "delta"):
             if key in status:
                 result[key] = status[key]

@@ -44,8 +44,8 @@ options:
     default: download
   progress_file:
     description:
-      - For a job that reports its own progress (M(blackwell.serving.model_snapshot)'s re-hash): a file on the
-        host that holds the bytes done and the total, read instead of the bytes under O(path).
+      - For a job that reports its own progress (the re-hash of M(blackwell.serving.model_snapshot)), a file on
+        the host that holds the bytes done and the total, read instead of the bytes under O(path).
     type: path
 author: blackwell.serving maintainers (!UNKNOWN)
 attributes:

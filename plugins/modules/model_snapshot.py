@@ -20,7 +20,7 @@ description:
     content matched. Once the marker is there and every file is as recorded, the snapshot is complete without
     reading the files or asking the Hub, so a converged host makes no request. A file that differs from its
     record (re-downloaded, rewritten, touched) is hashed again; a file the run wrote is always hashed.
-  - With O(state=checked) (the verify role's model check) it changes nothing: it compares the marker with the
+  - With O(state=checked) (the verify role's model check) it changes nothing. It compares the marker with the
     revision's manifest from the Hub, hashes every file that differs from its record, and with O(rehash) every
     file, writing its progress to O(progress_file).
 author: blackwell.serving maintainers (!UNKNOWN)
