@@ -41,10 +41,22 @@ class ActionModule(ActionBase):
             "interval": {"type": "int", "default": 30},
             "timeout": {"type": "int", "default": 86400},
             "label": {"type": "str", "default": "download"},
+            # a job that reports its own progress (model_snapshot's re-hash): "DONE TOTAL" in this file
+            "progress_file": {"type": "path"},
         })
         host = task_vars.get("inventory_hostname", "?")
         start = time.monotonic()
-        first = self._bytes_under(args["path"])
+        total = args["total_bytes"]
+        if args["progress_file"]:
+            def measure():
+                res = self._low_level_execute_command(f"cat -- {shlex.quote(args['progress_file'])} 2>/dev/null")
+                words = (res.get("stdout") or "").split()
+                return [int(w) for w in words[:2]] if len(words) >= 2 and all(w.isdigit() for w in words[:2]) \
+                    else [0, total]
+        else:
+            def measure():
+                return [self._bytes_under(args["path"]), total]
+        first = measure()[0]
         last_t, last_b = start, first
         while True:
             status = self._status(args["jid"], task_vars)
@@ -58,12 +70,16 @@ class ActionModule(ActionBase):
                     f"{host}: {args['label']} has not finished after {human_duration(elapsed)} (job {args['jid']}). "
                     f"What was downloaded stays; run again to resume from there, or raise the timeout.")
             time.sleep(min(args["interval"], max(args["timeout"] - elapsed, 1)))
-            now, done = time.monotonic(), self._bytes_under(args["path"])
+            now, (done, total) = time.monotonic(), measure()
             rate = (done - last_b) / (now - last_t) if now > last_t else None
             last_t, last_b = now, done
-            display.display(f"{host}: {args['label']}: {progress_line(done, args['total_bytes'], now - start, rate)}"
+            display.display(f"{host}: {args['label']}: {progress_line(done, total, now - start, rate)}"
                             f" [{human_duration(now - start)} so far]")
+        display.display(f"{host}: {args['label']}: finished after {human_duration(time.monotonic() - start)}")
         self._status(args["jid"], task_vars, mode="cleanup")
+        # a module's job: its own result, for the task that follows
+        internal = ("ansible_job_id", "finished", "started", "results_file", "invocation")
+        result["job"] = {k: v for k, v in status.items() if k not in internal}
         for key in ("rc", "stdout", "stderr", "cmd", "start", "end", "delta"):
             if key in status:
                 result[key] = status[key]

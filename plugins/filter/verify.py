@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.blackwell.serving.plugins.module_utils import verify
 
 
-def stack_checks(found, expected, groups=verify.GROUPS):
+def stack_checks(found, expected, groups=verify.STACK_GROUPS):
     try:
         return verify.judge(expected, found, tuple(groups))
     except (KeyError, ValueError) as exc:

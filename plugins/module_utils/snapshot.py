@@ -10,9 +10,12 @@ entries, as the Hub's ``/api/models/REPO/tree/REV?recursive=true`` lists them.
 A large (LFS) file is verified by the SHA-256 of its content; a small one by
 its git blob id (SHA-1 of ``blob <size>\\0`` and the content).
 
-Once every file verified, a marker file records the repository, the revision
-and the manifest; a later run that finds the marker and every file at its
-recorded size is complete without reading the files or asking the Hub.
+Once every file verified, a marker file records the repository, the revision,
+the manifest and, per file, what was found when its content was hashed: size,
+modification and change times, inode and the hash. A later run that finds every
+file as recorded is complete without reading the files or asking the Hub; a file
+whose record differs (re-downloaded, rewritten, touched) is hashed again, and a
+full re-hash reads every file whatever the records say.
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ def normalise_manifest(entries):
     return sorted(files, key=lambda f: f["path"])
 
 
-def hash_file(path, algo, git_blob_size=None):
+def hash_file(path, algo, git_blob_size=None, progress=None):
     h = hashlib.new(algo)
     if git_blob_size is not None:
         h.update(b"blob %d\0" % git_blob_size)
@@ -66,30 +69,73 @@ def hash_file(path, algo, git_blob_size=None):
             if not block:
                 break
             h.update(block)
+            if progress:
+                progress(len(block))
     return h.hexdigest()
 
 
-def file_state(root, entry, verify):
-    """``ok``, ``missing``, ``size`` (wrong size) or ``hash`` (right size, wrong content)."""
-    full = os.path.join(root, entry["path"])
-    try:
-        size = os.stat(full).st_size
-    except FileNotFoundError:
-        return "missing"
-    if size != entry["size"]:
-        return "size"
-    if not verify:
-        return "ok"
+def expected_hash(entry):
+    """The hash the manifest gives a file: SHA-256 of an LFS file, else its git blob id."""
+    return entry.get("sha256") or entry.get("git_oid")
+
+
+def stat_record(full):
+    """What the marker keeps of a file besides its hash; any write, rename or touch changes one of these
+    (the change time even when the modification time is set back)."""
+    st = os.stat(full)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino}
+
+
+def unchanged(record, found, entry):
+    """Whether a file is as the marker recorded it when its content matched the manifest's hash."""
+    return isinstance(record, dict) and record.get("hash") == expected_hash(entry) \
+        and all(record.get(k) == v for k, v in found.items())
+
+
+def content_ok(full, entry, size, progress=None):
     if "sha256" in entry:
-        good = hash_file(full, "sha256") == entry["sha256"]
-    else:
-        good = hash_file(full, "sha1", git_blob_size=size) == entry["git_oid"]
-    return "ok" if good else "hash"
+        return hash_file(full, "sha256", progress=progress) == entry["sha256"]
+    return hash_file(full, "sha1", git_blob_size=size, progress=progress) == entry["git_oid"]
 
 
-def compare(root, manifest, verify):
-    """Judge every file of the manifest under root; sizes only unless verify."""
-    states = {e["path"]: file_state(root, e, verify) for e in manifest}
+def judge(root, manifest, verify, recorded=None, rehash=False, progress=None):
+    """Judge every file of the manifest under root.
+
+    Sizes always; with ``verify``, the content of every file that is not as ``recorded`` (the marker's
+    per-file records) says it was when it last matched, and of every file with ``rehash``. ``progress`` is
+    called with the bytes hashed so far. The result names the files that are missing, of the wrong size or
+    of the wrong content, those that differ from their record (``changed``) and those read (``hashed``), and
+    carries ``records`` for a new marker."""
+    recorded = recorded if isinstance(recorded, dict) else {}
+    states, records, changed, hashed = {}, {}, [], []
+    done = [0]
+
+    def tick(n):
+        done[0] += n
+        if progress:
+            progress(done[0])
+
+    for e in manifest:
+        full = os.path.join(root, e["path"])
+        try:
+            found = stat_record(full)
+        except FileNotFoundError:
+            states[e["path"]] = "missing"
+            continue
+        if found["size"] != e["size"]:
+            states[e["path"]] = "size"
+            continue
+        same = unchanged(recorded.get(e["path"]), found, e)
+        if not same:
+            changed.append(e["path"])
+        if verify and (rehash or not same):
+            hashed.append(e["path"])
+            if not content_ok(full, e, found["size"], progress=tick):
+                states[e["path"]] = "hash"
+                continue
+        states[e["path"]] = "ok"
+        if verify or same:
+            records[e["path"]] = dict(found, hash=expected_hash(e))
     total = sum(e["size"] for e in manifest)
     good = sum(e["size"] for e in manifest if states[e["path"]] == "ok")
     bad = {p: s for p, s in states.items() if s != "ok"}
@@ -102,7 +148,19 @@ def compare(root, manifest, verify):
         "missing": sorted(p for p, s in bad.items() if s == "missing"),
         "wrong_size": sorted(p for p, s in bad.items() if s == "size"),
         "wrong_hash": sorted(p for p, s in bad.items() if s == "hash"),
+        "changed": sorted(changed),
+        "hashed": sorted(hashed),
+        "hashed_bytes": done[0],
+        "records": records,
     }
+
+
+def compare(root, manifest, verify):
+    """Judge every file of the manifest under root; sizes only unless verify (then every file is read)."""
+    judged = judge(root, manifest, verify, rehash=verify)
+    for key in ("changed", "hashed", "hashed_bytes", "records"):
+        judged.pop(key)
+    return judged
 
 
 def read_marker(root):
@@ -119,9 +177,10 @@ def marker_matches(marker, repo_id, revision):
         and isinstance(marker.get("manifest"), list)
 
 
-def marker_content(repo_id, revision, manifest):
-    return json.dumps({"repo_id": repo_id, "revision": revision, "manifest": manifest}, indent=1,
-                      sort_keys=True) + "\n"
+def marker_content(repo_id, revision, manifest, records=None):
+    """The marker: the revision, its manifest, and per file what was found when its content matched."""
+    return json.dumps({"repo_id": repo_id, "revision": revision, "manifest": manifest, "files": records or {}},
+                      indent=1, sort_keys=True) + "\n"
 
 
 def present_bytes(root):

@@ -10,7 +10,9 @@ probes, and asserts each check. Groups let a run select what it can judge
 """
 from __future__ import annotations
 
-GROUPS = ("gpu", "cuda", "sglang", "service")
+GROUPS = ("gpu", "cuda", "sglang", "service", "model")
+# what a judge of the host's stack makes unless asked: the model check needs the model's records
+STACK_GROUPS = GROUPS[:4]
 PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers")
 
 
@@ -133,6 +135,29 @@ def _service(expected, found):
     return out
 
 
+def _model(expected, found):
+    """The weights against the snapshot's marker and the revision's manifest (module model_snapshot,
+    state=checked): every file there, of its size, and of its content where it differs from its record (every
+    file on a full re-hash)."""
+    want = f"{expected['model_repo_id']}@{expected['model_revision'][:12]}: every file as its manifest says"
+    if not found or found.get("complete") is None:
+        return [_check("model_weights", "model", False, want, (found or {}).get("msg", "not checked"),
+                       "The model could not be checked (see found): run site.yml (role model_weights).")]
+    bad = []
+    for key, what in (("wrong_hash", "wrong content"), ("wrong_size", "wrong size"), ("missing", "missing")):
+        if found.get(key):
+            bad.append(f"{what}: {', '.join(found[key])}")
+    if not found.get("marker_matches_manifest"):
+        bad.append("no snapshot marker of this revision, or it records another manifest")
+    read = f"{len(found.get('hashed') or [])} of {found.get('files')} files read"
+    ok = found["complete"] and not bad
+    return [_check("model_weights", "model", ok, want,
+                   f"{found.get('files')} files as recorded ({read})" if ok else "; ".join(bad) + f" ({read})",
+                   "The host serves weights that are not the pinned revision's: remove the files named, then run "
+                   "site.yml (role model_weights) to download them anew and record them. -e "
+                   "verify_model_rehash=true reads every file.")]
+
+
 def judge_text(text, finish_reason):
     """Whether a completion is non-empty, finished and readable text rather than garbage."""
     if not isinstance(text, str) or not text.strip():
@@ -150,7 +175,7 @@ def judge_text(text, finish_reason):
     return True, ""
 
 
-def judge(expected, found, groups=GROUPS):
+def judge(expected, found, groups=STACK_GROUPS):
     """All checks of the groups asked for."""
     unknown = set(groups) - set(GROUPS)
     if unknown:
@@ -166,6 +191,8 @@ def judge(expected, found, groups=GROUPS):
         checks += _sglang(expected, found)
     if "service" in groups:
         checks += _service(expected, found)
+    if "model" in groups:
+        checks += _model(expected, found.get("model"))
     return checks
 
 

@@ -42,6 +42,11 @@ options:
     description: What is downloaded, for the progress lines.
     type: str
     default: download
+  progress_file:
+    description:
+      - For a job that reports its own progress (the re-hash of M(blackwell.serving.model_snapshot)), a file on
+        the host that holds the bytes done and the total, read instead of the bytes under O(path).
+    type: path
 author: blackwell.serving maintainers (!UNKNOWN)
 attributes:
   action:
@@ -87,4 +92,9 @@ elapsed:
   description: Seconds this task waited.
   returned: always
   type: float
+job:
+  description: The finished job's own result (a module's return values).
+  returned: when the job finished
+  type: dict
+  sample: {complete: true, files: 9}
 """

@@ -16,8 +16,13 @@ description:
   - With O(state=verified) it checks every file's content (SHA-256 for large files, the git blob id for small
     ones) and, when all match, writes a marker file in O(path) that records the revision and its manifest. It
     fails, naming the files, when any is missing or differs.
-  - Once the marker is there and every file has its recorded size, the snapshot is complete without reading the
-    files or asking the Hub, so a converged host makes no request.
+  - The marker keeps, per file, its size, modification and change times, inode and content hash as found when the
+    content matched. Once the marker is there and every file is as recorded, the snapshot is complete without
+    reading the files or asking the Hub, so a converged host makes no request. A file that differs from its
+    record (re-downloaded, rewritten, touched) is hashed again; a file the run wrote is always hashed.
+  - With O(state=checked) (the verify role's model check) it changes nothing. It compares the marker with the
+    revision's manifest from the Hub, hashes every file that differs from its record, and with O(rehash) every
+    file, writing its progress to O(progress_file).
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
   path:
@@ -40,10 +45,19 @@ options:
     description: An access token for gated or private repositories; never logged.
     type: str
   state:
-    description: C(inspect) reports; C(verified) checks the content and records the marker.
+    description:
+      - C(inspect) reports; C(verified) checks the content and records the marker; C(checked) judges the
+        recorded snapshot against the revision's manifest and writes nothing.
     type: str
-    choices: [inspect, verified]
+    choices: [inspect, verified, checked]
     default: inspect
+  rehash:
+    description: With O(state=verified) or O(state=checked), read every file, not only those that differ from the marker.
+    type: bool
+    default: false
+  progress_file:
+    description: While hashing, write the bytes hashed so far to this file (for a progress display); removed at the end.
+    type: path
   checksum:
     description:
       - With O(state=verified), check each file's content, not only its size, before recording the snapshot.
@@ -123,11 +137,29 @@ extra:
   returned: always
   type: list
   elements: str
+changed_files:
+  description: Files that differ from the marker's record of them (hashed again when content is checked).
+  returned: always
+  type: list
+  elements: str
+  sample: [model-00002-of-00003.safetensors]
+hashed:
+  description: Files whose content this run read.
+  returned: always
+  type: list
+  elements: str
+  sample: [model-00002-of-00003.safetensors]
+marker_matches_manifest:
+  description: With O(state=checked), whether the marker records the revision's manifest as the Hub lists it.
+  returned: when O(state=checked)
+  type: bool
+  sample: true
 """
 
 import json
 import os
 import re
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
@@ -166,8 +198,10 @@ def main():
             revision=dict(type="str", required=True),
             endpoint=dict(type="str", default="https://huggingface.co"),
             token=dict(type="str", no_log=True),
-            state=dict(type="str", choices=["inspect", "verified"], default="inspect"),
+            state=dict(type="str", choices=["inspect", "verified", "checked"], default="inspect"),
             checksum=dict(type="bool", default=True),
+            rehash=dict(type="bool", default=False),
+            progress_file=dict(type="path"),
             timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
@@ -176,15 +210,19 @@ def main():
     if not SHA.match(p["revision"]):
         module.fail_json(msg=f"revision must be a full 40-hex commit id; got {p['revision']!r}")
     root = p["path"]
-    record = p["state"] == "verified"
-    verify = record and p["checksum"]
-    result = dict(changed=False, free_bytes=free_bytes(root), extra=[])
+    state = p["state"]
+    record = state == "verified"
+    verify = state == "checked" or (record and p["checksum"])
+    result = dict(changed=False, free_bytes=free_bytes(root), extra=[], changed_files=[], hashed=[])
 
     marker = snapshot.read_marker(root) if os.path.isdir(root) else None
-    if snapshot.marker_matches(marker, p["repo_id"], p["revision"]):
-        judged = snapshot.compare(root, marker["manifest"], verify=False)
-        if judged["complete"]:
-            module.exit_json(source="marker", **result, **judged)
+    matches = snapshot.marker_matches(marker, p["repo_id"], p["revision"])
+    recorded = marker.get("files") if matches else None
+    if matches and state != "checked" and not p["rehash"]:
+        quick = snapshot.judge(root, marker["manifest"], verify=False, recorded=recorded)
+        if quick["complete"] and not quick["changed"]:
+            result.update(public(quick), source="marker")
+            module.exit_json(**result)
 
     try:
         manifest = fetch_manifest(p)
@@ -196,23 +234,71 @@ def main():
         module.fail_json(msg=f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: "
                              f"{exc}{hint}", **result)
 
-    judged = snapshot.compare(root, manifest, verify=verify)
-    result.update(judged, source="hub")
+    progress = progress_writer(p["progress_file"], sum(e["size"] for e in manifest)) if verify and p["progress_file"] and not \
+        (module.check_mode and state != "checked") else None
+    try:
+        judged = snapshot.judge(root, manifest, verify=verify, recorded=recorded, rehash=p["rehash"], progress=progress)
+    finally:
+        if progress:
+            progress.close()
+    result.update(public(judged), source="hub")
     result["extra"] = snapshot.extra_files(root, manifest) if os.path.isdir(root) else []
+    if state == "checked":
+        result["marker_matches_manifest"] = matches and marker["manifest"] == manifest
+        result["complete"] = judged["complete"] and result["marker_matches_manifest"]
+        module.exit_json(**result)
     if not record:
         module.exit_json(**result)
     if not judged["complete"]:
         module.fail_json(msg=f"{root} does not hold {p['repo_id']} at {p['revision']}: missing {judged['missing']}, "
-                             f"wrong size {judged['wrong_size']}, wrong content {judged['wrong_hash']}", **result)
-    content = snapshot.marker_content(p["repo_id"], p["revision"], manifest)
-    if not module.check_mode:
-        tmp = os.path.join(root, snapshot.MARKER + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(root, snapshot.MARKER))
-    result["changed"] = True
+                             f"wrong size {judged['wrong_size']}, wrong content {judged['wrong_hash']}. Nothing was "
+                             f"recorded. Remove the files of wrong content, then run again to download them anew.",
+                         **result)
+    content = snapshot.marker_content(p["repo_id"], p["revision"], manifest, judged["records"])
+    old = None
+    try:
+        with open(os.path.join(root, snapshot.MARKER), encoding="utf-8") as fh:
+            old = fh.read()
+    except OSError:
+        pass
+    if content != old:
+        if not module.check_mode:
+            tmp = os.path.join(root, snapshot.MARKER + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(content)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(root, snapshot.MARKER))
+        result["changed"] = True
     module.exit_json(**result)
+
+
+def public(judged):
+    """The judgement as the module returns it (the records go into the marker only)."""
+    out = {k: v for k, v in judged.items() if k not in ("records", "changed")}
+    out["changed_files"] = judged["changed"]
+    return out
+
+
+class progress_writer:
+    """Writes the bytes hashed so far and the total to a file, at most every few seconds."""
+
+    def __init__(self, path, total, every=2.0):
+        self.path, self.total, self.every, self.last = path, total, every, 0.0
+
+    def __call__(self, done):
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            tmp = self.path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(f"{done} {self.total}\n")
+            os.replace(tmp, self.path)
+
+    def close(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

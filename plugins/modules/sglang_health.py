@@ -34,6 +34,13 @@ options:
     description: Seconds to wait for the server's answer.
     type: int
     default: 10
+  restarts_at_start:
+    description:
+      - The unit's C(NRestarts) right after the deliberate (re)start that is being judged. systemd keeps counting
+        automatic restarts across a deliberate restart (a bad unit that crashed before a rollback leaves its count
+        behind), so only restarts above this count mean that the server started now has crashed.
+    type: int
+    default: 0
 attributes:
   check_mode:
     description: Runs in check mode as without it.
@@ -79,8 +86,15 @@ unit_restarts:
   description: How often systemd restarted the unit on its own since it was last started (NRestarts).
   returned: when O(unit) is set
   type: int
+unit_restarts_since_start:
+  description: Automatic restarts since the deliberate restart (C(NRestarts) less O(restarts_at_start)).
+  returned: when O(unit) is set
+  type: int
+  sample: 0
 unit_failed:
-  description: Whether the unit has failed, stopped, or is restarting after a crash; waiting longer will not help.
+  description:
+    - Whether the unit has failed, stopped, is restarting after a crash, or has restarted on its own since the
+      deliberate restart; waiting longer will not help.
   returned: always
   type: bool
 """
@@ -118,6 +132,7 @@ def main():
             api_key=dict(type="str", no_log=True),
             generate=dict(type="bool", default=False),
             timeout=dict(type="int", default=10),
+            restarts_at_start=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
@@ -126,8 +141,10 @@ def main():
     result = dict(changed=False, healthy=status == 200, status=status, error=error, unit_failed=False)
     if p["unit"]:
         active, sub, restarts = ask_systemd(module, p["unit"])
-        result.update(unit_active_state=active, unit_sub_state=sub, unit_restarts=restarts)
-        result["unit_failed"] = active in ("failed", "inactive") or sub == "auto-restart" or restarts > 0
+        since = max(restarts - p["restarts_at_start"], 0)
+        result.update(unit_active_state=active, unit_sub_state=sub, unit_restarts=restarts,
+                      unit_restarts_since_start=since)
+        result["unit_failed"] = active in ("failed", "inactive") or sub == "auto-restart" or since > 0
     module.exit_json(**result)
 
 

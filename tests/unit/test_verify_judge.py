@@ -174,3 +174,27 @@ def test_the_drift_report_made_on_the_real_h200_names_what_differs_from_the_stac
     again = verify.drift(checks, verify.unit_drift("ExecStart=/x -m sglang.launch_server\n", ""), None)
     assert [d["item"] for d in again] == items
     assert "1 of 1 host(s) differ from the stack file: localhost" in (dev / "drift-h200.txt").read_text()
+
+
+MODEL_EXPECTED = dict(EXPECTED, model_repo_id="lukealonso/GLM-5-NVFP4", model_revision="a" * 40)
+MODEL_OK = {"complete": True, "files": 9, "missing": [], "wrong_size": [], "wrong_hash": [], "hashed": [],
+            "marker_matches_manifest": True}
+
+
+def test_the_model_check_passes_on_recorded_weights():
+    (check,) = verify.judge(MODEL_EXPECTED, {"model": MODEL_OK}, groups=["model"])
+    assert check["name"] == "model_weights" and check["ok"], check
+
+
+@pytest.mark.parametrize("found,says", [
+    (dict(MODEL_OK, complete=False, wrong_hash=["model-00002-of-00003.safetensors"]),
+     "wrong content: model-00002-of-00003.safetensors"),
+    (dict(MODEL_OK, complete=False, missing=["config.json"]), "missing: config.json"),
+    (dict(MODEL_OK, complete=False, marker_matches_manifest=False), "no snapshot marker of this revision"),
+    ({"failed": True, "msg": "could not list lukealonso/GLM-5-NVFP4"}, "could not list"),
+    (None, "not checked"),
+])
+def test_corrupt_or_unrecorded_weights_fail_the_model_check_naming_the_file(found, says):
+    (check,) = verify.judge(MODEL_EXPECTED, {"model": found}, groups=["model"])
+    assert not check["ok"] and says in str(check["found"]), check
+    assert "model_weights" in check["hint"]

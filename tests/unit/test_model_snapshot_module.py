@@ -1,0 +1,122 @@
+"""The model_snapshot module (plugins/modules/model_snapshot.py) against a small stand-in of the Hub's tree
+listing: what it reads, what it records, and what it catches (issue 19, point 3)."""
+import hashlib
+import json
+import os
+
+import pytest
+
+from modrun import run_module, serve
+
+REPO_ID, REV = "org/model", "a" * 40
+FILES = {"config.json": b'{"model_type": "glm_moe_dsa"}\n', "model-00001.safetensors": b"\x01" * 65536,
+         "model-00002.safetensors": b"\x02" * 65536}
+MARKER = ".blackwell-snapshot.json"
+
+
+@pytest.fixture
+def hub():
+    listing = []
+    for p, d in FILES.items():
+        e = {"type": "file", "path": p, "size": len(d),
+             "oid": hashlib.sha1(b"blob %d\0" % len(d) + d).hexdigest()}
+        if p.endswith(".safetensors"):
+            e["lfs"] = {"oid": hashlib.sha256(d).hexdigest(), "size": len(d)}
+        listing.append(e)
+    requests = []
+
+    def answer(path):
+        requests.append(path)
+        return 200, json.dumps(listing).encode()
+
+    with serve(answer) as url:
+        yield url, requests
+
+
+@pytest.fixture
+def model(tmp_path):
+    root = tmp_path / "model"
+    root.mkdir()
+    for p, d in FILES.items():
+        (root / p).write_bytes(d)
+    return root
+
+
+def snap(root, endpoint, **args):
+    return run_module("model_snapshot", {"path": str(root), "repo_id": REPO_ID, "revision": REV,
+                                         "endpoint": endpoint, **args})
+
+
+def corrupt_in_place(path, keep_mtime=True):
+    """One byte changed, same size; the modification time set back as it was."""
+    st = os.stat(path)
+    with open(path, "r+b") as fh:
+        fh.seek(100)
+        fh.write(b"\xff")
+    if keep_mtime:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_the_marker_records_each_file_and_a_converged_copy_asks_nothing(hub, model):
+    endpoint, requests = hub
+    first = snap(model, endpoint, state="verified")
+    assert first["complete"] and first["changed"] and sorted(first["hashed"]) == sorted(FILES)
+    files = json.loads((model / MARKER).read_text())["files"]
+    assert set(files) == set(FILES)
+    assert {"size", "mtime_ns", "hash"} <= set(files["model-00001.safetensors"])
+    assert files["model-00001.safetensors"]["hash"] == hashlib.sha256(FILES["model-00001.safetensors"]).hexdigest()
+    asked = len(requests)
+    again = snap(model, endpoint, state="verified")
+    assert again["complete"] and not again["changed"] and again["source"] == "marker" and again["hashed"] == []
+    assert len(requests) == asked, "a converged copy asked the Hub"
+
+
+def test_a_file_written_after_the_marker_is_hashed(hub, model):
+    """A shard re-downloaded (or rewritten) with the marker in place: the old module trusted the marker."""
+    endpoint, _ = hub
+    assert snap(model, endpoint, state="verified")["complete"]
+    (model / "model-00002.safetensors").write_bytes(b"\x03" * 65536)  # same size, other content
+    r = snap(model, endpoint, state="verified")
+    assert r.get("failed") and r["wrong_hash"] == ["model-00002.safetensors"], r
+    assert "model-00002.safetensors" in r["msg"]
+
+
+def test_a_shard_corrupted_in_place_with_its_mtime_kept_is_caught(hub, model):
+    endpoint, _ = hub
+    assert snap(model, endpoint, state="verified")["complete"]
+    corrupt_in_place(model / "model-00001.safetensors")
+    r = snap(model, endpoint, state="verified")
+    assert r.get("failed") and r["wrong_hash"] == ["model-00001.safetensors"], r
+    checked = snap(model, endpoint, state="checked")
+    assert not checked.get("failed") and checked["complete"] is False
+    assert checked["wrong_hash"] == ["model-00001.safetensors"] and not checked["changed"]
+
+
+def test_checked_trusts_unchanged_records_and_rehash_reads_everything(hub, model, tmp_path):
+    """Bit rot leaves no trace in the file's metadata: only a full re-hash finds it."""
+    endpoint, _ = hub
+    assert snap(model, endpoint, state="verified")["complete"]
+    marker = json.loads((model / MARKER).read_text())
+    corrupt_in_place(model / "model-00002.safetensors")
+    st = os.stat(model / "model-00002.safetensors")
+    marker["files"]["model-00002.safetensors"].update(mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+    (model / MARKER).write_text(json.dumps(marker))
+    quick = snap(model, endpoint, state="checked")
+    assert quick["complete"] and quick["hashed"] == [] and quick["marker_matches_manifest"]
+    progress = tmp_path / "progress"
+    full = snap(model, endpoint, state="checked", rehash=True, progress_file=str(progress))
+    assert full["complete"] is False and full["wrong_hash"] == ["model-00002.safetensors"]
+    assert sorted(full["hashed"]) == sorted(FILES) and not progress.exists()
+    assert json.loads((model / MARKER).read_text()) == marker, "checked wrote to the marker"
+
+
+def test_checked_without_a_marker_or_with_another_manifest_fails(hub, model):
+    endpoint, _ = hub
+    r = snap(model, endpoint, state="checked")
+    assert r["complete"] is False and r["marker_matches_manifest"] is False
+    assert snap(model, endpoint, state="verified")["complete"]
+    marker = json.loads((model / MARKER).read_text())
+    marker["manifest"][0]["size"] += 1
+    (model / MARKER).write_text(json.dumps(marker))
+    r = snap(model, endpoint, state="checked")
+    assert r["complete"] is False and r["marker_matches_manifest"] is False
