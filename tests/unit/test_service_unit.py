@@ -22,8 +22,7 @@ FLAGS = {
     "--tool-call-parser": "glm47", "--reasoning-parser": "glm45", "--served-model-name": "glm-5",
     "--fp4-gemm-backend": "flashinfer_cudnn",
 }
-ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
-               "SGLANG_ENABLE_DEEP_GEMM": "0"}
+ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
 
 
 @pytest.fixture(scope="module")
