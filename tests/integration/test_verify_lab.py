@@ -13,7 +13,7 @@ SITE = REPO / "playbooks" / "site.yml"
 VERIFY = REPO / "playbooks" / "verify.yml"
 HOST = "lab-gpu-1"
 # lab/sglang_repo.py: the stand-in of v0.5.8.post1, the release before the SM120 fix
-PRE_FIX = "af8164d23b9bb3f99b1529b39d91b1ba63a8c2ac"
+PRE_FIX = "6a06e670209bd28b3550fd8c4365ab7de9ca8813"
 
 
 @pytest.fixture(scope="module")

@@ -47,9 +47,12 @@ def server(tree, tmp_path):
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"model_type": "glm_moe_dsa", "architectures": ["GlmMoeDsaForCausalLM"]}))
     port = free_port()
+    # the key comes from the options file, as the unit passes it (sglang's --config)
+    options = tmp_path / "sglang.yaml"
+    options.write_text('api-key: "sekret"\nenable-metrics: true\n')
     proc = launch(tree, "--model-path", str(model), "--host", "127.0.0.1", "--port", str(port), "--tp-size", "8",
                   "--attention-backend", "flashinfer", "--kv-cache-dtype", "bf16", "--served-model-name", "glm-5",
-                  "--api-key", "sekret")
+                  "--config", str(options))
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -75,6 +78,7 @@ def test_endpoints_answer(server):
     status, body = get(server + "/get_server_info", headers=auth)
     info = json.loads(body)
     assert info["tp_size"] == 8 and info["kv_cache_dtype"] == "bf16" and "api_key" not in info
+    assert info["enable_metrics"] is True and "config" not in info
     status, body = get(server + "/v1/chat/completions", {"model": "glm-5", "messages": [{"role": "user", "content": "hi"}]},
                        headers=auth)
     assert status == 200 and json.loads(body)["choices"][0]["message"]["content"].strip()

@@ -80,6 +80,7 @@ def make_handler(args, config):
             if path in ("/get_server_info", "/server_info"):
                 info = dict(vars(args))
                 info.pop("api_key", None)
+                info.pop("config", None)
                 info["version"] = __version__
                 info["lab_standin"] = True
                 return self.reply(200, info)
