@@ -3,8 +3,15 @@
 torch's CUDA build, sgl-kernel (535 MB), flashinfer-cubin (150 MB) and the
 NVIDIA packages that flashinfer-python pulls in are replaced by small wheels
 with the same names and versions. Everything else (flashinfer-python 0.6.3,
-transformers 5.2.0, ...) comes from the real PyPI: the roles put this index
-where production has the PyTorch index, which is searched before PyPI.
+transformers 5.2.0, torchvision, xgrammar, ...) comes from the real PyPI: the
+roles put this index where production has the PyTorch index, which is searched
+before PyPI.
+
+Each stand-in declares the dependencies of the real wheel (Requires-Dist, read
+from the real wheel's metadata), so that the resolution around it is the real
+one: torch's stand-in pulls the real Triton 3.5.1, sympy, networkx, ... from
+PyPI. Left out, and said so in the stand-in's metadata: torch's nvidia-*-cu12
+CUDA libraries (several GB, useless without a GPU).
 """
 from __future__ import annotations
 
@@ -18,6 +25,15 @@ import zipfile
 from pathlib import Path
 
 from .util import digest, log
+
+# torch 2.9.1's own Requires-Dist (its wheels on PyPI and on the PyTorch index), without the nvidia-*-cu12 libraries
+TORCH_REQUIRES = [
+    "filelock", "typing-extensions>=4.10.0", 'setuptools; python_version >= "3.12"', "sympy>=1.13.3",
+    "networkx>=2.5.1", "jinja2", "fsspec>=0.8.5",
+    'triton==3.5.1; platform_system == "Linux" and platform_machine == "x86_64"',
+]
+# distribution -> the real wheel's Requires-Dist that the stand-in keeps
+REQUIRES = {"torch": TORCH_REQUIRES}
 
 # (distribution, version, top-level module, module source)
 STANDINS = [
@@ -47,7 +63,8 @@ def build_wheel(dist: str, version: str, module: str, source: str) -> tuple[str,
     files = {
         f"{module}/__init__.py": (f'"""Lab stand-in of {dist} {version}: no GPU code inside."""\n' + source).encode(),
         f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n"
-                             f"Summary: Lab stand-in of {dist} (blackwell.serving lab)\n").encode(),
+                             f"Summary: Lab stand-in of {dist} (blackwell.serving lab)\n"
+                             + "".join(f"Requires-Dist: {r}\n" for r in REQUIRES.get(dist, []))).encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: blackwell-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = "\n".join(_record_line(p, d) for p, d in files.items()) + f"\n{info}/RECORD,,\n"

@@ -169,3 +169,16 @@ def test_the_router_launcher_passes_the_key_from_the_environment_not_argv(tmp_pa
     proc = subprocess.run([sys.executable, "-c", launch, "--port", "30000"], env=env, capture_output=True, text=True,
                           timeout=60)
     assert json.loads(proc.stdout)["argv"] == ["--port", "30000"]
+
+
+def test_the_units_environment_resolves_flashinfers_jit_tools(tree, production):
+    """flashinfer 0.6.3 compiles kernels at run time (flashinfer/jit/cpp_ext.py): `ninja` by bare name, nvcc as
+    $CUDA_HOME/bin/nvcc, and nvcc's host compiler `c++`. systemd's default PATH lacks the venv's bin, where ninja
+    (a dependency of sglang) is installed."""
+    env = dict(line[len("Environment="):].split("=", 1) for line in production[0].splitlines()
+               if line.startswith("Environment="))
+    path = env.get("PATH", "").split(":")
+    assert "ninja" in (tree / "pyproject.toml").read_text()  # sglang installs ninja into the release's venv
+    assert path[0] == "/opt/sglang/current/venv/bin", path
+    assert env.get("CUDA_HOME") == "/usr/local/cuda" and "/usr/local/cuda/bin" in path
+    assert "/usr/bin" in path  # c++ (the sglang role installs the compiler)
