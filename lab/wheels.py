@@ -77,6 +77,12 @@ def build_wheel(dist: str, version: str, module: str, source: str) -> tuple[str,
     return f"{stem}-py3-none-any.whl", buf.getvalue()
 
 
+def wheel_metadata(data: bytes) -> bytes:
+    """The METADATA file of a wheel (what an index serves beside it as <wheel>.metadata, PEP 658)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA")))
+
+
 def build(www: Path) -> Path:
     """Write www/simple/<project>/index.html and www/packages/*.whl."""
     simple = www / "simple"
@@ -93,12 +99,17 @@ def build(www: Path) -> Path:
     for dist, version, module, source in STANDINS:
         fname, data = build_wheel(dist, version, module, source)
         (www / "packages" / fname).write_bytes(data)
+        # the wheel's METADATA beside it, as PyPI and the PyTorch index serve it (PEP 658/714)
+        meta = wheel_metadata(data)
+        (www / "packages" / f"{fname}.metadata").write_bytes(meta)
         proj = normalise(dist)
         projects.append(proj)
         (simple / proj).mkdir()
         sha = hashlib.sha256(data).hexdigest()
+        meta_sha = hashlib.sha256(meta).hexdigest()
         (simple / proj / "index.html").write_text(
-            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\">"
+            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\" "
+            f"data-core-metadata=\"sha256={meta_sha}\" data-dist-info-metadata=\"sha256={meta_sha}\">"
             f"{html.escape(fname)}</a>\n</body></html>\n")
     (simple / "index.html").write_text(
         "<!DOCTYPE html>\n<html><body>\n" + "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))

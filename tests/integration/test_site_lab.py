@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+import provenance
 from helpers import REPO, needs_lab, playbook, recap
 from lab import hosts
 
@@ -34,6 +35,14 @@ def test_fresh_host_converges(converged):
     assert r["failed"] == 0 and r["unreachable"] == 0
     # the lab inventory, like production, does not allow reboots: the run ends saying one is due
     assert "REBOOT REQUIRED on lab-gpu-1" in converged.stdout
+
+
+@needs_lab
+@pytest.mark.parametrize("dist, version, index_var", provenance.EXPECTED)
+def test_release_packages_came_from_the_configured_indexes(converged, dist, version, index_var):
+    """torch from the configured PyTorch index, not the pypi.org that sglang's pyproject names (--no-sources),
+    proven from the installation's RECORD and the indexes' METADATA (tests/integration/provenance.py)."""
+    provenance.check(HOST, dist, version, index_var)
 
 
 @needs_lab
