@@ -19,6 +19,7 @@ import base64
 import hashlib
 import html
 import io
+from html.parser import HTMLParser
 import re
 import shutil
 import zipfile
@@ -46,6 +47,23 @@ STANDINS = [
     ("nvidia-cutlass-dsl", "4.3.4", "nvidia_cutlass_dsl", '__version__ = "4.3.4"\n'),
     ("nvidia-cudnn-frontend", "1.13.0", "cudnn", '__version__ = "1.13.0"\n'),
 ]
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self.hrefs.append(dict(attrs).get("href") or "")
+
+
+def hrefs(page: str) -> list[str]:
+    """The links of a simple index's page (PEP 503), in order."""
+    parser = _Anchors()
+    parser.feed(page)
+    return parser.hrefs
 
 
 def normalise(name: str) -> str:

@@ -15,7 +15,6 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
-from html.parser import HTMLParser
 
 import yaml
 
@@ -42,16 +41,6 @@ print(json.dumps(out))
 '''
 
 
-class Anchors(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.hrefs = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            self.hrefs.append(dict(attrs)["href"])
-
-
 def reachable_url(url):
     """The lab's inventory names the stand-in index lab-mirror (the hosts' name for the docker bridge)."""
     return url.replace("lab-mirror", os.environ.get("BLACKWELL_LAB_GATEWAY", "lab-mirror"))
@@ -62,15 +51,14 @@ def metadata_hashes(index, dist, version):
     page_url = f"{reachable_url(index).rstrip('/')}/{wheels.normalise(dist)}/"
     try:
         with urllib.request.urlopen(page_url, timeout=60) as resp:
-            parser = Anchors()
-            parser.feed(resp.read().decode())
+            links = wheels.hrefs(resp.read().decode())
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return set()
         raise
     found = set()
     stem = re.sub(r"[-_.]+", "_", dist).lower()
-    for href in parser.hrefs:
+    for href in links:
         url = urllib.parse.urljoin(page_url, href.split("#", 1)[0])
         name = url.rsplit("/", 1)[1]
         parts = name.split("-")
