@@ -67,6 +67,17 @@ def test_sglangs_own_parser_takes_the_production_command_line(tree, production):
     assert (args["cuda_graph_max_bs"], args["max_running_requests"]) == (8, 8)
 
 
+def test_sglangs_own_parser_takes_the_multi_node_command_line(tree, tmp_path):
+    _, unit, options = render(tmp_path, {"sglang_service_nnodes": 2, "sglang_service_node_rank": 1,
+                                         "sglang_service_dist_init_addr": "10.0.0.11:5000",
+                                         "sglang_service_tp_size": 16})
+    rc, out = real_parse(tree, server_argv(unit, options))
+    assert rc == 0, out
+    args = out["parsed"]
+    assert (args["nnodes"], args["node_rank"], args["dist_init_addr"]) == (2, 1, "10.0.0.11:5000")
+    assert args["tensor_parallel_size"] == 16
+
+
 def test_every_option_of_the_unit_is_spelled_as_sglang_defines_it(tree, production):
     # sglang's parser accepts unambiguous prefixes (--tp); the unit must use the exact names
     argv = exec_start(production[0])[3:]
