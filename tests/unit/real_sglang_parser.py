@@ -102,8 +102,6 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname in PACKAGES or fullname in LIFTED:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname in PACKAGES)
-        if fullname.startswith("sglang.") and any(fullname.startswith(p + ".") for p in LIFTED):
-            return None
         return None
 
     def create_module(self, spec):
