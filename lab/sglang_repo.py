@@ -1,22 +1,27 @@
-"""A git repository shaped like sglang's history, served over git's own protocol.
+"""sglang's history for the lab, from the real releases, served over git's own protocol.
 
-Each commit carries the real upstream subject (where it was verified, see
-UPSTREAM below) and a ``Lab-Stand-In-For:`` trailer naming the upstream
-commit it stands for; the content is synthetic, written for the lab: the
-extend-attention block-size function before and after the SM120 fix, the
-move of its file, the pins in python/pyproject.toml, and a stand-in server.
-Dates, authors and content are fixed, so the commit ids are the same on
-every machine (tests/unit/test_lab_sglang_repo.py holds them to
-inventories/lab).
+The first commits are sglang's own code: the source distributions of sglang 0.5.8.post1 (before the SM120
+fix) and 0.5.9 (with it) from PyPI (lab/upstream.py, pinned by sha256), laid out under python/ as sglang's
+repository keeps them and tagged as upstream tags them. Lab-only commits go on top, each saying so in its
+subject: the stand-in server entry point (no GPU, no model: lab/standins/sglang), and, on branches, a revert of
+the fix and a server that fails at start; a later commit and the move of the kernel's file (upstream #30044)
+are re-enacted on the real tree. Each commit names what it stands for in a ``Lab-Stand-In-For:`` trailer.
+Dates, authors and content are fixed, so the commit ids are the same on every machine
+(tests/unit/test_lab_sglang_repo.py holds them to inventories/lab).
+
+PRE_FIX, FIXED and MOVED below are small synthetic versions of the block-size function for the judge's unit
+tests; the history does not use them.
 """
 from __future__ import annotations
 
+import ast
 import shutil
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import paths, upstream
 from .util import digest, log, run
 
 STANDIN = paths.LAB_SRC / "standins" / "sglang"
@@ -129,126 +134,59 @@ PRE_FIX = _HEADER + _HIP_OLD + _HOPPER_FIRST + _REST
 FIXED = _HEADER + _HIP_OLD + _SM120 + _REST
 MOVED = _HEADER + _HIP_NEW + _SM100_SM120 + _REST
 
-UTILS = '''"""Platform probes (lab stand-in: a CUDA platform without touching a GPU)."""
+# Files of an sdist that are build outputs, not kept in sglang's repository.
+BUILD_OUTPUTS = ("PKG-INFO", "setup.cfg", "sglang.egg-info/", "sglang/_version.py")
+FUNCTION = "_get_block_sizes_for_extend_attention"
+STANDIN_ARGS = "python/sglang/lab_standin/server_args.py"
+ROOT_README = ("# sglang (lab)\n\nsglang's releases from their source distributions on PyPI, under python/ as in "
+               "sglang's repository, with the blackwell.serving lab's own commits on top (each says so).\n")
 
 
-def is_cuda():
-    return True
+def release_files(version: str) -> dict[str, bytes | tuple[bytes, int]]:
+    """python/<path> -> content (or (content, mode) for an executable) of sglang's sdist at version."""
+    sdist = upstream.sglang_sdist(version)
+    files: dict[str, bytes | tuple[bytes, int]] = {}
+    with tarfile.open(sdist) as tf:
+        for m in tf.getmembers():
+            if not m.isfile():
+                continue
+            rel = m.name.split("/", 1)[1]
+            if any(rel == b or (b.endswith("/") and rel.startswith(b)) for b in BUILD_OUTPUTS):
+                continue
+            data = tf.extractfile(m).read()
+            files[f"python/{rel}"] = (data, 0o755) if m.mode & 0o111 else data
+    return files
 
 
-def is_hip():
-    return False
-'''
-
-GLM_MODEL = '''"""GlmMoeDsaForCausalLM (lab stand-in: the architecture name only)."""
+def _content(files: dict, path: str) -> str:
+    data = files[path]
+    return (data[0] if isinstance(data, tuple) else data).decode()
 
 
-class GlmMoeDsaForCausalLM:
-    fused_shared_experts = {fused}
+def _function_span(source: str) -> tuple[int, int]:
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == FUNCTION:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return start - 1, node.end_lineno
+    raise ValueError(f"no {FUNCTION} in the file")
 
 
-EntryClass = [GlmMoeDsaForCausalLM]
-'''
+def reverted(fixed: str, before: str) -> str:
+    """fixed's module with the block-size function as it was in before (the revert of the fix, nothing else)."""
+    a, b = _function_span(fixed)
+    c, d = _function_span(before)
+    lines, old = fixed.splitlines(keepends=True), before.splitlines(keepends=True)
+    return "".join(lines[:a] + old[c:d] + lines[b:])
 
 
-def pyproject(version: str, flashinfer: str) -> str:
-    return f'''[build-system]
-requires = ["setuptools>=61.0", "wheel"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "sglang"
-version = "{version}"
-description = "SGLang (lab stand-in tree)"
-requires-python = ">=3.10"
-dependencies = [
-  "flashinfer_python=={flashinfer}",
-  "flashinfer_cubin=={flashinfer}",
-  "sgl-kernel==0.3.21",
-  "torch==2.9.1",
-  "transformers==4.57.1",
-  "requests",
-]
-
-[tool.setuptools.packages.find]
-include = ["sglang*"]
-'''
+def _standin(name: str) -> str:
+    return (STANDIN / name).read_text()
 
 
-@dataclass
-class Step:
-    key: str
-    subject: str
-    upstream: str
-    date: str
-    files: dict[str, str | None]  # path -> content, None removes
-    verified_subject: bool = True
-
-
-def _version(v: str) -> dict[str, str]:
-    return {"python/sglang/version.py": f'__version__ = "{v}"\n'}
-
-
-def steps() -> list[Step]:
-    server = (STANDIN / "launch_server.py").read_text()
-    args = (STANDIN / "server_args.py").read_text()
-    base = {
-        "README.md": "# SGLang (lab stand-in)\n\nA synthetic tree shaped like sglang's, for the blackwell.serving lab.\n",
-        "python/pyproject.toml": pyproject("0.5.8.post1", "0.6.2"),
-        "python/sglang/__init__.py": "from sglang.version import __version__\n",
-        "python/sglang/launch_server.py": server,
-        "python/sglang/srt/__init__.py": "",
-        "python/sglang/srt/server_args.py": args,
-        "python/sglang/srt/utils.py": UTILS,
-        "python/sglang/srt/layers/__init__.py": "",
-        "python/sglang/srt/layers/attention/__init__.py": "",
-        "python/sglang/srt/layers/attention/triton_ops/__init__.py": "",
-        OLD_PATH: PRE_FIX,
-        **_version("0.5.8.post1"),
-    }
-    return [
-        Step("v0_5_8_post1", "Release v0.5.8.post1", "(tag v0.5.8.post1)", "2026-01-24T10:00:00+00:00", base,
-             verified_subject=False),
-        Step("sm120_fix", "[Fix] add block size logic for sm120 smem size (#14311)",
-             "632c7afa8ce20c2a696380ccf5b28337fd9903b7", "2026-01-29T12:00:00+00:00", {OLD_PATH: FIXED}),
-        Step("glm5_support", "Support GlmMoeDsaForCausalLM (#18521)",
-             "398b81f78c939469f60f3f54f6526df95f4cab31", "2026-02-10T12:00:00+00:00",
-             {"python/sglang/srt/models/__init__.py": "",
-              "python/sglang/srt/models/glm_moe_dsa.py": GLM_MODEL.format(fused="False")}),
-        Step("glm5_fused_shared_expert", "Fix GLM-5 fused shared expert (#18804)",
-             "1b659bcb088fd303ee472c0720eeb1a3797cffa1", "2026-02-17T12:00:00+00:00",
-             {"python/sglang/srt/models/glm_moe_dsa.py": GLM_MODEL.format(fused="True"),
-              "python/pyproject.toml": pyproject("0.5.9", "0.6.3"), **_version("0.5.9")}),
-        Step("last_flashinfer_063", "Last commit that pins flashinfer 0.6.3",
-             "3f9fc8b848365a5797a44856854e3e6f00a60dd0", "2026-03-03T12:00:00+00:00",
-             {"README.md": "# SGLang (lab stand-in)\n\nA synthetic tree shaped like sglang's, for the "
-                           "blackwell.serving lab. Pins flashinfer 0.6.3.\n"}, verified_subject=False),
-        Step("fp4_cudnn_default", "fix: default FP4 GEMM backend to flashinfer_cudnn on SM120 (Blackwell) (#20047)",
-             "d39ed074cf11ae9247dbcb04170e6921ca727559", "2026-03-09T12:00:00+00:00",
-             {"python/pyproject.toml": pyproject("0.5.9", "0.6.4"),
-              "python/sglang/srt/server_args.py": args.replace('dict(default="flashinfer_cutlass")',
-                                                               'dict(default="auto")')}),
-        Step("kernels_moved", "Move attention kernels to sglang/kernels (#30044)",
-             "(upstream #30044)", "2026-07-14T12:00:00+00:00",
-             {OLD_PATH: None, NEW_PATH: MOVED, "python/sglang/kernels/__init__.py": "",
-              "python/sglang/kernels/ops/__init__.py": "", "python/sglang/kernels/ops/attention/__init__.py": "",
-              "python/pyproject.toml": pyproject("0.6.1", "0.6.8"), **_version("0.6.1")},
-             verified_subject=False),
-    ]
-
-
-# A branch off main where the fix was reverted: the fix commit is an ancestor,
-# the code is not fixed. A judge that trusts ancestry alone is fooled by it.
-REVERT = Step("revert_sm120", 'Revert "[Fix] add block size logic for sm120 smem size (#14311)"',
-              "(lab only)", "2026-03-04T12:00:00+00:00", {OLD_PATH: PRE_FIX})
-REVERT_PARENT = "last_flashinfer_063"
-
-# A branch off the pin whose server fails at start, as a broken build does: it holds the fix and installs,
-# so only the service's health gate can catch it (molecule/sglang_service rolls back from it).
 BROKEN_SERVER = '''"""Lab stand-in of a release that does not come up: it fails at start, as a broken build does."""
 import sys
 
-from sglang.srt.server_args import prepare_server_args
+from sglang.lab_standin.server_args import prepare_server_args
 
 
 def main(argv=None):
@@ -261,8 +199,67 @@ def main(argv=None):
 if __name__ == "__main__":
     main()
 '''
-BROKEN = Step("broken_server", "lab: a release whose server fails at start", "(lab only)",
-              "2026-03-05T12:00:00+00:00", {"python/sglang/launch_server.py": BROKEN_SERVER})
+
+
+@dataclass
+class Step:
+    key: str
+    subject: str
+    upstream: str  # what the commit stands for (Lab-Stand-In-For)
+    date: str
+    files: dict[str, str | bytes | tuple[bytes, int] | None]  # path -> content, None removes
+    release: bool = False  # files are the whole python/ tree (a release): the rest of python/ goes
+    tag: str | None = None
+    aliases: tuple[str, ...] = ()  # other step keys that name this commit (upstream commits it contains)
+
+
+def steps() -> list[Step]:
+    """The main branch, oldest first (reads the sdists: lab/upstream.py fetches them once)."""
+    v058, v059 = release_files("0.5.8.post1"), release_files("0.5.9")
+    pyproject = _content(v059, "python/pyproject.toml")
+    later = pyproject.replace('"flashinfer_python==0.6.3"', '"flashinfer_python==0.6.4"').replace(
+        '"flashinfer_cubin==0.6.3"', '"flashinfer_cubin==0.6.4"')
+    assert later != pyproject, "sglang 0.5.9's pyproject no longer pins flashinfer 0.6.3"
+    args = _standin("server_args.py")
+    kernel = v059[OLD_PATH]
+    return [
+        Step("v0_5_8_post1", "sglang v0.5.8.post1: the release's source distribution from PyPI, under python/",
+             "(tag v0.5.8.post1)", "2026-01-24T10:00:00+00:00", {**v058, "README.md": ROOT_README},
+             release=True, tag="v0.5.8.post1"),
+        Step("v0_5_9", "sglang v0.5.9: the release's source distribution from PyPI, under python/",
+             "632c7afa8ce20c2a696380ccf5b28337fd9903b7", "2026-02-20T10:00:00+00:00", v059, release=True,
+             tag="v0.5.9", aliases=("sm120_fix", "glm5_support", "glm5_fused_shared_expert")),
+        Step("last_flashinfer_063", "lab: the stand-in server as sglang.launch_server, no GPU, no model (lab only)",
+             "3f9fc8b848365a5797a44856854e3e6f00a60dd0", "2026-03-03T12:00:00+00:00",
+             {"python/sglang/launch_server.py": _standin("launch_server.py"),
+              "python/sglang/lab_standin/__init__.py": "",
+              STANDIN_ARGS: args}),
+        Step("fp4_cudnn_default", "lab: a later commit pinning flashinfer 0.6.4, as upstream's after #20047 does "
+             "(lab only)", "d39ed074cf11ae9247dbcb04170e6921ca727559", "2026-03-09T12:00:00+00:00",
+             {"python/pyproject.toml": later,
+              STANDIN_ARGS: args.replace('dict(default="flashinfer_cutlass")', 'dict(default="auto")')}),
+        Step("kernels_moved", "lab: move extend_attention.py to sglang/kernels/ops/attention, as upstream #30044 "
+             "did (lab only)", "(upstream #30044)", "2026-07-14T12:00:00+00:00",
+             {OLD_PATH: None, NEW_PATH: kernel, "python/sglang/kernels/__init__.py": "",
+              "python/sglang/kernels/ops/__init__.py": "", "python/sglang/kernels/ops/attention/__init__.py": ""}),
+    ]
+
+
+def branch_steps() -> list[tuple[str, str, Step]]:
+    """(branch, parent step key, step): lab-only branches off the pin."""
+    v058, v059 = release_files("0.5.8.post1"), release_files("0.5.9")
+    revert = reverted(_content(v059, OLD_PATH), _content(v058, OLD_PATH))
+    return [
+        # the fix commit is an ancestor, the code is not fixed: a judge that trusts ancestry alone is fooled by it
+        ("lab/revert-sm120", "last_flashinfer_063",
+         Step("revert_sm120", 'lab: Revert "[Fix] add block size logic for sm120 smem size (#14311)" (lab only)',
+              "(lab only)", "2026-03-04T12:00:00+00:00", {OLD_PATH: revert})),
+        # holds the fix and installs, so only the service's health gate can catch it (molecule/sglang_service)
+        ("lab/broken-server", "last_flashinfer_063",
+         Step("broken_server", "lab: a release whose server fails at start (lab only)", "(lab only)",
+              "2026-03-05T12:00:00+00:00", {"python/sglang/launch_server.py": BROKEN_SERVER})),
+    ]
+
 
 SERVE_NAME = "sgl-project/sglang.git"
 
@@ -278,33 +275,40 @@ def _git(repo: Path, *args: str, date: str | None = None) -> str:
 
 
 def _apply(work: Path, step: Step) -> str:
+    if step.release and (work / "python").exists():
+        shutil.rmtree(work / "python")
     for rel, content in step.files.items():
         target = work / rel
         if content is None:
             target.unlink()
             continue
+        mode = 0o644
+        if isinstance(content, tuple):
+            content, mode = content
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
-        target.chmod(0o644)
+        if isinstance(content, str):
+            content = content.encode()
+        target.write_bytes(content)
+        target.chmod(mode)
     _git(work, "add", "-A")
     msg = f"{step.subject}\n\nLab-Stand-In-For: {step.upstream}\n"
     _git(work, "commit", "-q", "-m", msg, date=step.date)
+    if step.tag:
+        _git(work, "tag", step.tag)
     return _git(work, "rev-parse", "HEAD")
 
 
 def build_into(work: Path) -> dict[str, str]:
-    """Build the history in a fresh work tree; return step key -> commit id."""
+    """Build the history in a fresh work tree; return step key -> commit id (aliases included)."""
     work.mkdir(parents=True)
     _git(work, "init", "-q", "-b", "main")
     ids: dict[str, str] = {}
     for step in steps():
         ids[step.key] = _apply(work, step)
-        if step.key == "v0_5_8_post1":
-            _git(work, "tag", "v0.5.8.post1")
-    _git(work, "checkout", "-q", "-b", "lab/revert-sm120", ids[REVERT_PARENT])
-    ids[REVERT.key] = _apply(work, REVERT)
-    _git(work, "checkout", "-q", "-b", "lab/broken-server", ids[REVERT_PARENT])
-    ids[BROKEN.key] = _apply(work, BROKEN)
+        ids.update(dict.fromkeys(step.aliases, ids[step.key]))
+    for branch, parent, step in branch_steps():
+        _git(work, "checkout", "-q", "-b", branch, ids[parent])
+        ids[step.key] = _apply(work, step)
     _git(work, "checkout", "-q", "main")
     return ids
 
@@ -313,7 +317,8 @@ def build(root: Path) -> dict[str, str]:
     """Build the bare repository under root/SERVE_NAME when its inputs changed."""
     bare = root / SERVE_NAME
     key = digest([Path(__file__).read_bytes(), (STANDIN / "launch_server.py").read_bytes(),
-                  (STANDIN / "server_args.py").read_bytes()])
+                  (STANDIN / "server_args.py").read_bytes(),
+                  *(sha.encode() for (project, _), sha in sorted(upstream.PINNED.items()) if project == "sglang")])
     stamp = root / ".lab-digest"
     ids_file = root / "commits.txt"
     if stamp.is_file() and stamp.read_text() == key and bare.is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tarfile
 import urllib.request
 from pathlib import Path
@@ -83,4 +84,23 @@ def extract_sdist(sdist: Path, dest: Path) -> Path:
                 continue
             m.name = m.name.split("/", 1)[1]
             tf.extract(m, dest, filter="data")
+    return dest
+
+
+def sglang_tree(version: str) -> Path:
+    """sglang's python/ tree of a release, unpacked once under the lab's state directory (read it, don't write)."""
+    sdist = sglang_sdist(version)
+    dest = paths.sub("upstream") / f"sglang-{version}-python"
+    stamp = dest / ".lab-sha256"
+    want = PINNED[("sglang", sdist.name)]
+    if stamp.is_file() and stamp.read_text() == want:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp = dest.with_name(dest.name + ".part")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    extract_sdist(sdist, tmp)
+    (tmp / ".lab-sha256").write_text(want)
+    tmp.replace(dest)
     return dest

@@ -3,8 +3,15 @@
 torch's CUDA build, sgl-kernel (535 MB), flashinfer-cubin (150 MB) and the
 NVIDIA packages that flashinfer-python pulls in are replaced by small wheels
 with the same names and versions. Everything else (flashinfer-python 0.6.3,
-transformers 5.2.0, ...) comes from the real PyPI: the roles put this index
-where production has the PyTorch index, which is searched before PyPI.
+transformers 5.2.0, torchvision, xgrammar, ...) comes from the real PyPI: the
+roles put this index where production has the PyTorch index, which is searched
+before PyPI.
+
+Each stand-in declares the dependencies of the real wheel (Requires-Dist, read
+from the real wheel's metadata), so that the resolution around it is the real
+one: torch's stand-in pulls the real Triton 3.5.1, sympy, networkx, ... from
+PyPI. Left out, and said so in the stand-in's metadata: torch's nvidia-*-cu12
+CUDA libraries (several GB, useless without a GPU).
 """
 from __future__ import annotations
 
@@ -12,12 +19,22 @@ import base64
 import hashlib
 import html
 import io
+from html.parser import HTMLParser
 import re
 import shutil
 import zipfile
 from pathlib import Path
 
 from .util import digest, log
+
+# torch 2.9.1's own Requires-Dist (its wheels on PyPI and on the PyTorch index), without the nvidia-*-cu12 libraries
+TORCH_REQUIRES = [
+    "filelock", "typing-extensions>=4.10.0", 'setuptools; python_version >= "3.12"', "sympy>=1.13.3",
+    "networkx>=2.5.1", "jinja2", "fsspec>=0.8.5",
+    'triton==3.5.1; platform_system == "Linux" and platform_machine == "x86_64"',
+]
+# distribution -> the real wheel's Requires-Dist that the stand-in keeps
+REQUIRES = {"torch": TORCH_REQUIRES}
 
 # (distribution, version, top-level module, module source)
 STANDINS = [
@@ -30,6 +47,23 @@ STANDINS = [
     ("nvidia-cutlass-dsl", "4.3.4", "nvidia_cutlass_dsl", '__version__ = "4.3.4"\n'),
     ("nvidia-cudnn-frontend", "1.13.0", "cudnn", '__version__ = "1.13.0"\n'),
 ]
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self.hrefs.append(dict(attrs).get("href") or "")
+
+
+def hrefs(page: str) -> list[str]:
+    """The links of a simple index's page (PEP 503), in order."""
+    parser = _Anchors()
+    parser.feed(page)
+    return parser.hrefs
 
 
 def normalise(name: str) -> str:
@@ -47,7 +81,8 @@ def build_wheel(dist: str, version: str, module: str, source: str) -> tuple[str,
     files = {
         f"{module}/__init__.py": (f'"""Lab stand-in of {dist} {version}: no GPU code inside."""\n' + source).encode(),
         f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n"
-                             f"Summary: Lab stand-in of {dist} (blackwell.serving lab)\n").encode(),
+                             f"Summary: Lab stand-in of {dist} (blackwell.serving lab)\n"
+                             + "".join(f"Requires-Dist: {r}\n" for r in REQUIRES.get(dist, []))).encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: blackwell-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = "\n".join(_record_line(p, d) for p, d in files.items()) + f"\n{info}/RECORD,,\n"
@@ -58,6 +93,12 @@ def build_wheel(dist: str, version: str, module: str, source: str) -> tuple[str,
             zi.external_attr = 0o644 << 16
             zf.writestr(zi, data)
     return f"{stem}-py3-none-any.whl", buf.getvalue()
+
+
+def wheel_metadata(data: bytes) -> bytes:
+    """The METADATA file of a wheel (what an index serves beside it as <wheel>.metadata, PEP 658)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA")))
 
 
 def build(www: Path) -> Path:
@@ -76,12 +117,17 @@ def build(www: Path) -> Path:
     for dist, version, module, source in STANDINS:
         fname, data = build_wheel(dist, version, module, source)
         (www / "packages" / fname).write_bytes(data)
+        # the wheel's METADATA beside it, as PyPI and the PyTorch index serve it (PEP 658/714)
+        meta = wheel_metadata(data)
+        (www / "packages" / f"{fname}.metadata").write_bytes(meta)
         proj = normalise(dist)
         projects.append(proj)
         (simple / proj).mkdir()
         sha = hashlib.sha256(data).hexdigest()
+        meta_sha = hashlib.sha256(meta).hexdigest()
         (simple / proj / "index.html").write_text(
-            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\">"
+            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\" "
+            f"data-core-metadata=\"sha256={meta_sha}\" data-dist-info-metadata=\"sha256={meta_sha}\">"
             f"{html.escape(fname)}</a>\n</body></html>\n")
     (simple / "index.html").write_text(
         "<!DOCTYPE html>\n<html><body>\n" + "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+import provenance
 from helpers import REPO, needs_lab, playbook, recap
 from lab import hosts
 
@@ -52,6 +53,14 @@ def test_fresh_host_converges(converged, reports):
     report = json.loads((reports / f"{HOST}.json").read_text())
     assert report["passed"] is True, [c for c in report["checks"] if not c["ok"]]
     assert {"unit_active", "chat_completion", "sm120_fix"} <= {c["name"] for c in report["checks"]}
+
+
+@needs_lab
+@pytest.mark.parametrize("dist, version, index_var", provenance.EXPECTED)
+def test_release_packages_came_from_the_configured_indexes(converged, dist, version, index_var):
+    """torch from the configured PyTorch index, not the pypi.org that sglang's pyproject names (--no-sources),
+    proven from the installation's RECORD and the indexes' METADATA (tests/integration/provenance.py)."""
+    provenance.check(HOST, dist, version, index_var)
 
 
 @needs_lab

@@ -85,6 +85,18 @@ def test_site_puts_the_fleet_behind_the_router(fleet):
     assert all(v["changed"] == 0 for v in r.values()), "the second site.yml run changed something"
 
 
+def test_no_process_on_the_fleet_has_the_api_key_in_its_command_line(fleet):
+    """Any local user reads /proc/<pid>/cmdline: every process of every host, the servers and the router
+    included, is read there, and none holds the key."""
+    script = r'for f in /proc/[0-9]*/cmdline; do tr "\000" " " < "$f" 2>/dev/null; echo; done'
+    for host, service in [*((h, "sglang.launch_server") for h in SERVERS), (ROUTER, "sglang")]:
+        out = subprocess.run(["docker", "exec", hosts.container(host), "sh", "-c", script], capture_output=True,
+                             text=True, check=True)
+        lines = [line for line in out.stdout.splitlines() if line.strip()]
+        assert any(service in line for line in lines), f"no {service} process on {host}: {lines}"
+        assert not [line for line in lines if API_KEY in line], f"the API key is on a command line on {host}"
+
+
 def test_mitogen_strategy_runs_site_as_a_no_op(fleet):
     """The documented mitogen option (README, "Large fleets"): the same site.yml, nothing to change."""
     import ansible_mitogen

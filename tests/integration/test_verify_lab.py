@@ -12,8 +12,8 @@ from lab import hosts
 SITE = REPO / "playbooks" / "site.yml"
 VERIFY = REPO / "playbooks" / "verify.yml"
 HOST = "lab-gpu-1"
-# lab/sglang_repo.py: the stand-in of v0.5.8.post1, the release before the SM120 fix
-PRE_FIX = "af8164d23b9bb3f99b1529b39d91b1ba63a8c2ac"
+# lab/sglang_repo.py: sglang v0.5.8.post1 from its sdist, the release before the SM120 fix
+PRE_FIX = "d955ceeef1cfe47a8cb14f3a0660867e356593f8"
 
 
 @pytest.fixture(scope="module")

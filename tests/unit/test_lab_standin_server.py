@@ -14,9 +14,44 @@ from lab import sglang_repo
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    work = tmp_path_factory.mktemp("sglang") / "work"
-    sglang_repo.build_into(work)
-    return work / "python"
+    """The stand-in server where the lab's commit puts it in sglang's tree (python/sglang/...), without the rest
+    of sglang (whose package needs its dependencies installed)."""
+    root = tmp_path_factory.mktemp("sglang") / "python"
+    pkg = root / "sglang"
+    (pkg / "lab_standin").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "version.py").write_text('__version__ = "0.5.9"\n')
+    (pkg / "launch_server.py").write_text((sglang_repo.STANDIN / "launch_server.py").read_text())
+    (pkg / "lab_standin" / "__init__.py").write_text("")
+    (pkg / "lab_standin" / "server_args.py").write_text((sglang_repo.STANDIN / "server_args.py").read_text())
+    return root
+
+
+@pytest.fixture(scope="module")
+def toolchain(tmp_path_factory):
+    """What flashinfer's JIT looks up: ninja and c++ on PATH, CUDA_HOME/bin/nvcc (small scripts here)."""
+    root = tmp_path_factory.mktemp("tools")
+    (root / "bin").mkdir()
+    (root / "cuda" / "bin").mkdir(parents=True)
+    for tool in (root / "bin" / "ninja", root / "bin" / "c++", root / "cuda" / "bin" / "nvcc"):
+        tool.write_text("#!/bin/sh\necho 'lab tool'\n")
+        tool.chmod(0o755)
+    return root
+
+
+def tool_env(toolchain, drop=None):
+    """PATH and CUDA_HOME as the unit sets them, less the tool named by drop."""
+    env = {"PATH": str(toolchain / "bin"), "CUDA_HOME": str(toolchain / "cuda")}
+    if drop == "nvcc":
+        env["CUDA_HOME"] = str(toolchain / "no-cuda")
+    elif drop:
+        bin_dir = toolchain / f"bin-without-{drop}"
+        bin_dir.mkdir(exist_ok=True)
+        for tool in (toolchain / "bin").iterdir():
+            if tool.name != drop and not (bin_dir / tool.name).exists():
+                (bin_dir / tool.name).symlink_to(tool)
+        env["PATH"] = str(bin_dir)
+    return env
 
 
 def free_port():
@@ -25,9 +60,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(tree, *args):
+def launch(tree, *args, env=None):
     return subprocess.Popen([sys.executable, "-m", "sglang.launch_server", *args], cwd=tree,
-                            env={"PYTHONPATH": str(tree), "SGLANG_LAB_STARTUP_SECONDS": "0.2", "PATH": "/usr/bin:/bin"},
+                            env={"PYTHONPATH": str(tree), "SGLANG_LAB_STARTUP_SECONDS": "0.2", "PATH": "/usr/bin:/bin",
+                                 **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -42,14 +78,17 @@ def get(url, data=None, headers=None):
 
 
 @pytest.fixture
-def server(tree, tmp_path):
+def server(tree, tmp_path, toolchain):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"model_type": "glm_moe_dsa", "architectures": ["GlmMoeDsaForCausalLM"]}))
     port = free_port()
+    # the key comes from the options file, as the unit passes it (sglang's --config)
+    options = tmp_path / "sglang.yaml"
+    options.write_text('api-key: "sekret"\nenable-metrics: true\n')
     proc = launch(tree, "--model-path", str(model), "--host", "127.0.0.1", "--port", str(port), "--tp-size", "8",
                   "--attention-backend", "flashinfer", "--kv-cache-dtype", "bf16", "--served-model-name", "glm-5",
-                  "--api-key", "sekret")
+                  "--config", str(options), env=tool_env(toolchain))
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -75,6 +114,7 @@ def test_endpoints_answer(server):
     status, body = get(server + "/get_server_info", headers=auth)
     info = json.loads(body)
     assert info["tp_size"] == 8 and info["kv_cache_dtype"] == "bf16" and "api_key" not in info
+    assert info["enable_metrics"] is True and "config" not in info
     status, body = get(server + "/v1/chat/completions", {"model": "glm-5", "messages": [{"role": "user", "content": "hi"}]},
                        headers=auth)
     assert status == 200 and json.loads(body)["choices"][0]["message"]["content"].strip()
@@ -86,3 +126,17 @@ def test_unknown_or_abbreviated_options_are_refused(tree, tmp_path, bad):
     proc = launch(tree, "--model-path", str(tmp_path), *bad)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 2 and "unrecognized arguments" in err
+
+
+@pytest.mark.parametrize("drop, says", [("ninja", "ninja is not on PATH"), ("nvcc", "nvcc at "),
+                                        ("c++", "no host C++ compiler 'c++'")])
+def test_without_a_jit_tool_the_server_fails_at_start(tree, tmp_path, toolchain, drop, says):
+    # flashinfer's JIT needs ninja (bare name), $CUDA_HOME/bin/nvcc and c++ at the first warm-up on a real host
+    (tmp_path / "config.json").write_text("{}")
+    proc = launch(tree, "--model-path", str(tmp_path), "--port", str(free_port()), env=tool_env(toolchain, drop))
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "flashinfer JIT compilation cannot run" in err and says in err, err
+

@@ -22,8 +22,7 @@ FLAGS = {
     "--tool-call-parser": "glm47", "--reasoning-parser": "glm45", "--served-model-name": "glm-5",
     "--fp4-gemm-backend": "flashinfer_cudnn",
 }
-ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
-               "SGLANG_ENABLE_DEEP_GEMM": "0"}
+ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +73,25 @@ def test_every_variable_is_in_the_environment(rendered):
     assert "FLASHINFER_DISABLE_VERSION_CHECK" not in rendered
 
 
-def test_sglangs_parser_takes_the_command_line(rendered):
-    # the lab's sglang tree defines launch_server's options with exact names only (no prefixes)
+def with_options(words, out):
+    """launch_server's arguments, --config pointed at the options file rendered into out."""
+    words = list(words)
+    words[words.index("--config") + 1] = str(out / "gpu-node-01.yaml")
+    return words
+
+
+def test_the_lab_standin_parser_takes_the_command_line(tmp_path):
+    # the lab's stand-in server defines launch_server's options with exact names only (no prefixes); sglang's own
+    # parser is tested in test_unit_flags_real_sglang.py
+    proc, out = render_with(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
     from lab import sglang_repo
     sys.path.insert(0, str(sglang_repo.STANDIN))
     try:
         import server_args
     finally:
         sys.path.pop(0)
-    args = server_args.prepare_server_args(exec_start(rendered)[3:])
+    args = server_args.prepare_server_args(with_options(exec_start(out.read_text())[3:], tmp_path))
     assert args.tp_size == 8 and args.kv_cache_dtype == "bf16" and args.attention_backend == "flashinfer"
     assert args.fp4_gemm_backend == "flashinfer_cudnn" and args.api_key is None
 
@@ -103,7 +112,7 @@ def render_with(tmp_path, *extra):
     return proc, (tmp_path / "gpu-node-01.service")
 
 
-def test_multi_node_adds_the_three_flags_and_sglangs_parser_takes_them(tmp_path):
+def test_multi_node_adds_the_three_flags_and_the_standin_parser_takes_them(tmp_path):
     proc, out = render_with(tmp_path, "-e", '{"sglang_service_nnodes": 2, "sglang_service_node_rank": 1, '
                             '"sglang_service_dist_init_addr": "10.0.0.11:5000", "sglang_service_tp_size": 16}')
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -117,7 +126,7 @@ def test_multi_node_adds_the_three_flags_and_sglangs_parser_takes_them(tmp_path)
         import server_args
     finally:
         sys.path.pop(0)
-    args = server_args.prepare_server_args(words[3:])
+    args = server_args.prepare_server_args(with_options(words[3:], tmp_path))
     assert (args.nnodes, args.node_rank, args.dist_init_addr) == (2, 1, "10.0.0.11:5000")
 
 

@@ -1,20 +1,31 @@
 """Lab stand-in for ``python -m sglang.launch_server``.
 
-It takes sglang's command line as the pinned commit defines it (the options
-in sglang/srt/server_args.py of this tree; an unknown option is an error, as
-with the real parser), checks the model directory, and answers the server's
-HTTP endpoints. It loads no model and needs no GPU: a chat completion returns
-a short fixed text so that callers can check the plumbing, not the model.
+The lab's commit on top of sglang's real tree puts it in place of sglang's
+own launch_server.py. It takes sglang's command line with the lab's stand-in
+parser (sglang/lab_standin/server_args.py: exact names only, an unknown
+option is an error, ``--config`` merged as sglang does), checks the model
+directory, and answers the server's HTTP endpoints. It loads no model and
+needs no GPU: a chat completion returns a short fixed text so that callers can
+check the plumbing, not the model.
+
+At start it looks up what flashinfer 0.6.3's JIT compiler needs on a real
+host during the first warm-up (flashinfer/jit/cpp_ext.py): ``ninja`` by bare
+name on PATH, nvcc at ``$CUDA_HOME/bin/nvcc`` (CUDA_HOME, else CUDA_PATH, else
+the directory above ``nvcc`` on PATH, else /usr/local/cuda), and the host C++
+compiler (``$CXX``, else ``c++`` on PATH). Where one is missing it fails, as
+the real server's warm-up does, so that the health gate sees it.
 """
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from sglang.srt.server_args import prepare_server_args
+from sglang.lab_standin.server_args import prepare_server_args
 from sglang.version import __version__
 
 
@@ -80,6 +91,7 @@ def make_handler(args, config):
             if path in ("/get_server_info", "/server_info"):
                 info = dict(vars(args))
                 info.pop("api_key", None)
+                info.pop("config", None)
                 info["version"] = __version__
                 info["lab_standin"] = True
                 return self.reply(200, info)
@@ -125,8 +137,38 @@ def make_handler(args, config):
     return Handler
 
 
+def cuda_home():
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home:
+        return home
+    nvcc = shutil.which("nvcc")
+    return os.path.dirname(os.path.dirname(nvcc)) if nvcc else "/usr/local/cuda"
+
+
+def jit_toolchain_missing():
+    """What flashinfer's JIT would not find, as it looks (an empty list: all there)."""
+    path = os.environ.get("PATH", "")
+    missing = []
+    if not shutil.which("ninja"):
+        missing.append(f"ninja is not on PATH ({path})")
+    nvcc = os.path.join(cuda_home(), "bin", "nvcc")
+    try:
+        subprocess.run([nvcc, "--version"], check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        missing.append(f"nvcc at {nvcc} does not run ({exc})")
+    cxx = os.environ.get("CXX", "c++")
+    if not shutil.which(cxx):
+        missing.append(f"no host C++ compiler {cxx!r} on PATH ({path})")
+    return missing
+
+
 def main(argv=None):
     args = prepare_server_args(sys.argv[1:] if argv is None else argv)
+    missing = jit_toolchain_missing()
+    if missing:
+        print("RuntimeError: flashinfer JIT compilation cannot run (lab stand-in of the first warm-up): "
+              + "; ".join(missing), file=sys.stderr, flush=True)
+        raise SystemExit(1)
     config = model_config(args.model_path)
     delay = float(os.environ.get("SGLANG_LAB_STARTUP_SECONDS", "1"))
     httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config))

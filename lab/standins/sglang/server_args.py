@@ -2,9 +2,14 @@
 
 The names are sglang's own (``--tp-size`` with its alias
 ``--tensor-parallel-size``); argparse's prefix matching is turned off so that
-only exact names are accepted, and an unknown option is an error.
+only exact names are accepted, and an unknown option is an error. ``--config FILE.yaml`` is merged as
+sglang 0.5.9 merges it (server_args_config_parser.py): each key ``name: value`` becomes ``--name value`` (a
+true boolean the bare flag), placed before the command line's own options, which win.
 """
 import argparse
+import os
+
+import yaml
 
 # (flag, aliases, kwargs)
 OPTIONS = [
@@ -35,6 +40,7 @@ OPTIONS = [
     ("--chunked-prefill-size", [], dict(type=int, default=None)),
     ("--log-level", [], dict(default="info")),
     ("--speculative-algorithm", [], dict(default=None)),
+    ("--config", [], dict(default=None)),
 ]
 
 
@@ -45,5 +51,36 @@ def make_parser():
     return parser
 
 
+def merge_config(parser, argv):
+    if argv.count("--config") > 1:
+        raise ValueError("Multiple config files specified! Only one allowed.")
+    i = argv.index("--config")
+    if i == len(argv) - 1:
+        raise ValueError("No config file specified after --config flag!")
+    path = argv[i + 1]
+    if os.path.splitext(path)[1].lower() not in (".yaml", ".yml"):
+        raise ValueError(f"Config file must be YAML format, got: {os.path.splitext(path)[1]}")
+    if not os.path.exists(path):
+        raise ValueError(f"Config file not found: {path}")
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    flags = {a.dest: a for a in parser._actions}  # noqa: SLF001 - as sglang's merger reads them
+    merged = []
+    for key, value in data.items():
+        action = flags.get(key.replace("-", "_"))
+        if isinstance(value, bool) and isinstance(action, argparse._StoreTrueAction):  # noqa: SLF001
+            merged += [f"--{key}"] if value else []
+        elif isinstance(value, list):
+            merged += [f"--{key}", *map(str, value)] if value else []
+        else:
+            merged += [f"--{key}", str(value)]
+    return merged + argv[:i] + argv[i + 2:]
+
+
 def prepare_server_args(argv):
-    return make_parser().parse_args(argv)
+    parser = make_parser()
+    if "--config" in argv:
+        argv = merge_config(parser, list(argv))
+    return parser.parse_args(argv)
