@@ -135,11 +135,13 @@ PROBE = Path(sm120_probe.__file__)
 GLM5_DIMS = [(128, 128), (256, 256), (576, 512)]
 
 
-def probe(file, head_dims=GLM5_DIMS, python=sys.executable, cwd=None, isolated=True):
-    proc = subprocess.run([python] + (["-I"] if isolated else []) + [str(PROBE), json.dumps(
+def probe(file, head_dims=GLM5_DIMS, python=sys.executable, pythonpath=None):
+    env = {"PATH": os.environ["PATH"], "TRITON_CACHE_DIR": str(Path(file).parent / ".triton")}
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    proc = subprocess.run([python] + ([] if pythonpath else ["-I"]) + [str(PROBE), json.dumps(
         {"file": str(file), "capability": [12, 0], "head_dims": [list(d) for d in head_dims]})],
-        capture_output=True, text=True, cwd=cwd, timeout=600,
-        env={"PATH": os.environ["PATH"], "TRITON_CACHE_DIR": str(Path(file).parent / ".triton")})
+        capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -232,7 +234,10 @@ def test_compiler_finds_the_kernel_after_the_move_and_never_imports_sglang(tmp_p
     (t / "python/torch/__init__.py").write_text("raise RuntimeError('the probe imported torch')\n")
     k = kernel(t)
     assert str(k).endswith("kernels/ops/attention/extend_attention.py")
-    answer = probe(k, [(256, 256)], cwd=t / "python", isolated=False)  # sglang and torch on sys.path
+    env_check = subprocess.run([sys.executable, "-c", "import sglang"], capture_output=True, text=True,
+                               env={"PYTHONPATH": str(t / "python")})
+    assert "the probe imported sglang" in env_check.stderr  # they are importable there, and fail
+    answer = probe(k, [(256, 256)], pythonpath=t / "python")  # sglang and torch on sys.path
     assert figures(answer) == {"256/256": (64, 64, 8, 1, 73728)}
 
 
