@@ -39,8 +39,7 @@ def parse_head_dim(value):
         qk, v = value
     else:
         text = str(value).strip()
-        qk, _, v = text.partition("/")
-        v = v or qk
+        qk, v = (text.split("/", 1) + [text])[:2]
     try:
         qk, v = int(qk), int(v)
     except (TypeError, ValueError):

@@ -208,13 +208,20 @@ class _Driver:
         return "cuda:0"
 
 
+class CompileFailed(Exception):
+    """Triton could not compile a launched kernel for the target (not a failure of the probe's stand-ins)."""
+
+
 def _catch_launches(launches):
     """Every `kernel[grid](...)` from now on compiles the kernel for the target instead of running it."""
     from triton.runtime.jit import JITFunction
 
     def getitem(kernel, grid):
         def launch(*args, **kwargs):
-            compiled = kernel.run(*args, grid=grid, warmup=True, **kwargs)
+            try:
+                compiled = kernel.run(*args, grid=grid, warmup=True, **kwargs)
+            except Exception as exc:
+                raise CompileFailed(f"{kernel.fn.__name__}: {type(exc).__name__}: {str(exc)[-2000:]}") from exc
             launches.append({
                 "kernel": kernel.fn.__name__,
                 "shared": int(compiled.metadata.shared),
@@ -279,27 +286,28 @@ def judge(path, capability, head_dims):
     _catch_launches(launches)
     # the probe is a process of its own: the driver stays set until it exits
     driver.set_active(_Driver(GPUTarget("cuda", capability[0] * 10 + capability[1], 32)))
-    if True:
-        for lq, lv in head_dims:
-            del launches[:]
-            try:
-                args = _arguments(launcher, lq, lv, DType("bfloat16"))
-            except LookupError as exc:
-                return dict(out, status="unloadable", error=str(exc))
-            try:
-                launcher(**args)
-            except Exception as exc:
-                return dict(out, status="compile_error", head_dim=f"{lq}/{lv}",
-                            error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
-            if not launches:
-                return dict(out, status="unloadable", error=f"{LAUNCHER} launched no kernel for head dim {lq}/{lv}")
-            for launch in launches:
-                c = launch["constants"]
-                out["tiles"].append({"head_dim": f"{lq}/{lv}", "head_size": lq, "kernel": launch["kernel"],
-                                     "BLOCK_M": c.get("BLOCK_M"), "BLOCK_N": c.get("BLOCK_N"),
-                                     "BLOCK_DMODEL": c.get("BLOCK_DMODEL"), "BLOCK_DPE": c.get("BLOCK_DPE", 0),
-                                     "BLOCK_DV": c.get("BLOCK_DV"), "num_warps": launch["num_warps"],
-                                     "num_stages": launch["num_stages"], "smem_bytes": launch["shared"]})
+    for lq, lv in head_dims:
+        del launches[:]
+        try:
+            args = _arguments(launcher, lq, lv, DType("bfloat16"))
+        except LookupError as exc:
+            return dict(out, status="unloadable", error=str(exc))
+        try:
+            launcher(**args)
+        except CompileFailed as exc:
+            return dict(out, status="compile_error", head_dim=f"{lq}/{lv}", error=str(exc))
+        except Exception as exc:  # the launcher wants something the stand-ins do not give: not the compiler's answer
+            return dict(out, status="unloadable", head_dim=f"{lq}/{lv}",
+                        error=f"{LAUNCHER} failed before compiling: {type(exc).__name__}: {str(exc)[-1000:]}")
+        if not launches:
+            return dict(out, status="unloadable", error=f"{LAUNCHER} launched no kernel for head dim {lq}/{lv}")
+        for launch in launches:
+            c = launch["constants"]
+            out["tiles"].append({"head_dim": f"{lq}/{lv}", "head_size": lq, "kernel": launch["kernel"],
+                                 "BLOCK_M": c.get("BLOCK_M"), "BLOCK_N": c.get("BLOCK_N"),
+                                 "BLOCK_DMODEL": c.get("BLOCK_DMODEL"), "BLOCK_DPE": c.get("BLOCK_DPE", 0),
+                                 "BLOCK_DV": c.get("BLOCK_DV"), "num_warps": launch["num_warps"],
+                                 "num_stages": launch["num_stages"], "smem_bytes": launch["shared"]})
     return out
 
 
@@ -313,14 +321,14 @@ def triton_version():
 
 def main(argv):
     if argv[1:2] == ["--triton-version"]:
-        print(json.dumps({"triton": triton_version()}))
+        sys.stdout.write(json.dumps({"triton": triton_version()}) + "\n")
         return 0
     request = json.loads(argv[1])
     capability = tuple(request["capability"])
     head_dims = [tuple(h) for h in request["head_dims"]]
-    print(json.dumps(judge(request["file"], capability, head_dims)))
+    sys.stdout.write(json.dumps(judge(request["file"], capability, head_dims)) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main(sys.argv))

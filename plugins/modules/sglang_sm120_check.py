@@ -12,15 +12,15 @@ description:
   - Finds C(_get_block_sizes_for_extend_attention) wherever it lives in the sglang package (it moved between
     releases) and judges whether the extend-attention kernel fits the shared memory per block of a compute
     capability (12.0 by default; 101,376 bytes on SM120) at every head dim judged.
-  - B(The compiler judge), when O(python) is given and Triton is installed in its environment: a probe run by
+  - B(The compiler judge), when O(python) is given and Triton is installed in its environment. A probe run by
     that interpreter loads the kernel file on its own (C(torch), sglang and the rest are stubs answering as a
-    CUDA machine of the capability would: no GPU, no torch with CUDA, no import of the sglang package), calls
+    CUDA machine of the capability would; no GPU, no torch with CUDA, no import of the sglang package), calls
     the tree's own launcher C(extend_attention_fwd) so that the tree chooses block sizes, warps and stages,
     compiles the launched kernel for C(sm_120) with Triton and compares the compiled kernel's shared memory with
     the limit. This is what decides whether the kernel launches.
-  - B(The estimate), without O(python) or without a usable Triton there: the block sizes the function chooses,
+  - B(The estimate), without O(python) or without a usable Triton there. The block sizes the function chooses,
     worked out without running anything, and the Q, K and V tiles (16-bit, one stage) measured against the
-    limit. Fast and available before anything is installed, but blind to stages and to the compiler's layout:
+    limit. Fast and available before anything is installed, but blind to stages and to the compiler's layout, and
     off by up to a third, both ways. Head dims whose qk and v differ (576/512) are not judged by it.
   - The result says which judge answered (RV(judge)), with the figures per head dim either way.
   - A comment that mentions sm120, or a branch for capability 12 that keeps Hopper's block sizes, is not the
