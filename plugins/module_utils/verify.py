@@ -87,12 +87,13 @@ def _sglang(expected, found):
                           "Run the sglang role (site.yml) so that a release is in service."))
     else:
         fixed = sm.get("present") is True and sm.get("fix_commit_ancestor") is not False
-        tiles = ", ".join(f"head {t['head_size']}: {t['BLOCK_M']}x{t['BLOCK_N']} = {t['smem_bytes']} B"
+        tiles = ", ".join(f"head {t.get('head_dim', t['head_size'])}: {t['BLOCK_M']}x{t['BLOCK_N']} = {t['smem_bytes']} B"
                           for t in sm.get("tiles") or [] if "BLOCK_M" in t)
         out.append(_check("sm120_fix", "sglang", fixed,
                           f"the SM120 shared-memory fix (sglang #14311, {expected['sm120_fix_commit'][:12]})",
                           f"{'present' if sm.get('present') else 'absent'} in {sm.get('file')}:{sm.get('line')}"
-                          f" ({tiles or sm.get('reason')}); fix commit an ancestor: {sm.get('fix_commit_ancestor')}",
+                          f" ({tiles or sm.get('reason')}; judged by the {sm.get('judge', 'estimate')})"
+                          f"; fix commit an ancestor: {sm.get('fix_commit_ancestor')}",
                           "The release in service lacks the SM120 fix and can overflow shared memory on SM120: "
                           "pin an sglang_commit that contains it and run site.yml. " + str(sm.get("reason", ""))))
     head = sm.get("head") if sm else None

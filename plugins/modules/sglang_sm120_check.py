@@ -6,55 +6,94 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: sglang_sm120_check
-short_description: Judge an sglang source tree for the SM120 shared-memory fix (sglang PR 14311)
+short_description: Judge an sglang tree for the SM120 shared-memory fix (sglang PR 14311), by the compiler where it can
 version_added: 0.1.0
 description:
   - Finds C(_get_block_sizes_for_extend_attention) wherever it lives in the sglang package (it moved between
-    releases) and works out, without a GPU and without importing sglang, which block sizes it chooses for a
-    compute capability (12.0 by default) at the given head sizes, and whether the Q, K and V tiles (16-bit,
-    one stage) fit that capability's shared memory per block (101,376 bytes on SM120).
+    releases) and judges whether the extend-attention kernel fits the shared memory per block of a compute
+    capability (12.0 by default; 101,376 bytes on SM120) at every head dim judged.
+  - B(The compiler judge), when O(python) is given and Triton is installed in its environment. A probe run by
+    that interpreter loads the kernel file on its own (C(torch), sglang and the rest are stubs answering as a
+    CUDA machine of the capability would; no GPU, no torch with CUDA, no import of the sglang package), calls
+    the tree's own launcher C(extend_attention_fwd) so that the tree chooses block sizes, warps and stages,
+    compiles the launched kernel for C(sm_120) with Triton and compares the compiled kernel's shared memory with
+    the limit. This is what decides whether the kernel launches.
+  - B(The estimate), without O(python) or without a usable Triton there. The block sizes the function chooses,
+    worked out without running anything, and the Q, K and V tiles (16-bit, one stage) measured against the
+    limit. Fast and available before anything is installed, but blind to stages and to the compiler's layout, and
+    off by up to a third, both ways. Head dims whose qk and v differ (576/512) are not judged by it.
+  - The result says which judge answered (RV(judge)), with the figures per head dim either way.
   - A comment that mentions sm120, or a branch for capability 12 that keeps Hopper's block sizes, is not the
-    fix; only what the function computes counts.
+    fix; only what the code computes counts.
   - Where the tree is a git checkout it also reports whether the fix commit is an ancestor of HEAD.
-  - Reads only; never changes anything.
+  - Changes nothing on the host but the verdict cache O(cache), when given (not in check mode).
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
   path:
     description: An sglang checkout, or its C(python/) directory.
     type: path
     required: true
+  python:
+    description:
+      - The interpreter of the release's environment, where Triton is; the compiler judges with it.
+      - Without it, or when Triton cannot be imported there, the estimate answers.
+    type: path
+  model_path:
+    description:
+      - A model directory; the attention head dims in its C(config.json) are judged too (GLM-5, whose attention is
+        multi-head latent attention, adds 256/256 and, absorbed, 576/512).
+      - A missing directory or C(config.json) is an error; a config that names no head dims adds none.
+    type: path
   capability:
     description: The compute capability to judge for, as C(major.minor).
     type: str
     default: "12.0"
   head_sizes:
-    description: Head sizes (Lq = Lv) at which every tile must fit.
+    description: Head dims at which the kernel must fit, as C(qk) (C(qk) = C(v)) or C(qk/v).
     type: list
-    elements: int
-    default: [128, 256]
+    elements: str
+    default: ["128", "256"]
   smem_limit:
     description: Shared memory per block, in bytes; by default the known limit of O(capability).
     type: int
+  cache:
+    description:
+      - A file that keeps the compiler's last verdict, keyed by the kernel files' sha256, Triton's version, the
+        head dims, the capability, the limit and the probe; a run with the same key answers from it without
+        compiling (RV(cached)). Without it the compiler runs every time.
+    type: path
   fix_commit:
     description: The commit of the fix, for the ancestry check.
     type: str
     default: 632c7afa8ce20c2a696380ccf5b28337fd9903b7
 attributes:
   check_mode:
-    description: Can run in check mode and return the same result as without it.
+    description: Can run in check mode and return the same result as without it; the cache is read, not written.
     support: full
   diff_mode:
-    description: Returns no diff; it changes nothing.
+    description: Returns no diff.
     support: none
+seealso:
+  - name: sglang PR 14311
+    description: The fix, block sizes for SM120's shared memory.
+    link: https://github.com/sgl-project/sglang/pull/14311
 """
 
 EXAMPLES = r"""
-- name: Judge the current sglang release
+- name: Estimate, on a clone, before anything is built
   blackwell.serving.sglang_sm120_check:
-    path: /opt/sglang/current/src
+    path: /opt/sglang/releases/new/src
   register: sm120
 
-- name: Stop unless the fix is there
+- name: Ask the compiler, with the release's interpreter, for the model's head dims too
+  blackwell.serving.sglang_sm120_check:
+    path: /opt/sglang/current/src
+    python: /opt/sglang/current/venv/bin/python
+    model_path: /srv/models/GLM-5-NVFP4
+    cache: /opt/sglang/current/.sm120-verdict.json
+  register: sm120
+
+- name: Stop unless the kernel fits
   ansible.builtin.assert:
     that: sm120.present
     fail_msg: "{{ sm120.reason }}"
@@ -62,57 +101,104 @@ EXAMPLES = r"""
 
 RETURN = r"""
 present:
-  description: Whether the function's tiles fit the capability's shared memory at every head size.
+  description: Whether the kernel fits the capability's shared memory at every head dim judged.
   returned: always
   type: bool
+  sample: true
+judge:
+  description: Which judge answered, C(compiler) or C(estimate).
+  returned: always
+  type: str
+  sample: compiler
 judged:
-  description: Whether the function could be followed at all (false when it is missing or does something the judge does not follow).
+  description: Whether the tree could be judged at all (false when the function is missing or does something the judge does not follow).
   returned: always
   type: bool
+  sample: true
+compiler_error:
+  description: Why the compiler did not answer when O(python) was given and the estimate answered instead.
+  returned: when the estimate answered although O(python) was given
+  type: str
+  sample: "no usable Triton: ModuleNotFoundError: No module named 'triton'"
+triton:
+  description: The version of Triton that compiled, or null.
+  returned: always
+  type: str
+  sample: 3.5.1
+cached:
+  description: Whether the compiler's verdict came from O(cache).
+  returned: always
+  type: bool
+  sample: false
+head_dims:
+  description: The head dims judged, as C(qk/v).
+  returned: always
+  type: list
+  elements: str
+  sample: ["128/128", "256/256", "576/512"]
 file:
   description: The file that defines the function.
   returned: always
   type: str
+  sample: /opt/sglang/current/src/python/sglang/srt/layers/attention/triton_ops/extend_attention.py
 line:
   description: The line of the definition.
   returned: always
   type: int
+  sample: 35
 tiles:
-  description: Per head size, the block sizes chosen and the shared memory they need, in bytes.
+  description:
+    - Per head dim (and per kernel launched, for the compiler), the block sizes, warps and stages chosen and the
+      shared memory asked for, in bytes, with whether it fits.
+    - The estimate leaves C(num_stages) null; the compiler's C(smem_bytes) is the compiled kernel's.
   returned: always
   type: list
   elements: dict
   sample:
-    - {head_size: 256, BLOCK_M: 64, BLOCK_N: 64, BLOCK_DMODEL: 256, BLOCK_DPE: 0, BLOCK_DV: 256, smem_bytes: 98304}
+    - {head_dim: "256/256", head_size: 256, kernel: _fwd_kernel, BLOCK_M: 64, BLOCK_N: 64, BLOCK_DMODEL: 256,
+       BLOCK_DPE: 0, BLOCK_DV: 256, num_warps: 8, num_stages: 1, smem_bytes: 73728, fits: true}
+estimate:
+  description: The estimate's own verdict (present, tiles, reason), also when the compiler answered.
+  returned: always
+  type: dict
+  sample: {present: true, tiles: [], reason: "head dim 256/256: (64, 64) needs 98304 bytes, within 101376"}
 smem_limit:
-  description: The limit the tiles were measured against.
+  description: The limit the kernel was measured against.
   returned: always
   type: int
+  sample: 101376
 reason:
-  description: Why, in words.
+  description: Why, in words; names each head dim over the limit, its bytes and the limit.
   returned: always
   type: str
+  sample: "head dim 256/256: (64, 64) needs 73728 bytes, within 101376 (compiled by Triton 3.5.1 for sm_120)"
 definitions:
   description: Every definition of the function found in the tree, with its verdict.
   returned: when the function was found
   type: list
   elements: dict
+  sample: [{file: /opt/sglang/current/src/python/sglang/srt/layers/attention/triton_ops/extend_attention.py, line: 35, present: true}]
 fix_commit_ancestor:
   description: Whether O(fix_commit) is an ancestor of HEAD; null when the tree is not a git checkout or git cannot tell.
   returned: always
   type: bool
+  sample: true
 head:
   description: The checkout's HEAD commit, or null.
   returned: always
   type: str
+  sample: 3f9fc8b848365a5797a44856854e3e6f00a60dd0
 """
 
+import inspect
+import json
 import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils import sm120
+from ansible_collections.blackwell.serving.plugins.module_utils import sm120_probe
 
 
 def git_facts(module, path, fix_commit):
@@ -132,13 +218,101 @@ def git_facts(module, path, fix_commit):
     return {0: True, 1: False}.get(rc), head
 
 
+def read_model_config(module, model_path):
+    config = os.path.join(model_path, "config.json")
+    try:
+        with open(config, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"cannot read the model's config {config} for its head dims ({exc}); "
+                             "give the model's directory as model_path, or leave model_path out")
+
+
+class Probe:
+    """Runs the compiler judge (module_utils/sm120_probe.py) with the release's interpreter."""
+
+    def __init__(self, module, python):
+        self.module = module
+        self.python = python
+        self.source = inspect.getsource(sm120_probe)
+        self.dir = os.path.join(module.tmpdir, "sm120")
+        os.makedirs(self.dir, exist_ok=True)
+        self.script = os.path.join(self.dir, "sm120_probe.py")
+        with open(self.script, "w", encoding="utf-8") as fh:
+            fh.write(self.source)
+
+    def _run(self, arg):
+        # Triton's cache in the module's own temporary directory: nothing is left on the host
+        env = {"TRITON_CACHE_DIR": os.path.join(self.dir, "triton-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+        rc, out, err = self.module.run_command([self.python, "-I", self.script, arg], environ_update=env)
+        if rc != 0:
+            return {"status": "failed", "error": f"{self.python} exited {rc}: {(err or out).strip()[-1500:]}"}
+        try:
+            return json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"status": "failed", "error": f"the probe printed no verdict: {(out + err).strip()[-1500:]}"}
+
+    def triton_version(self):
+        return self._run("--triton-version").get("triton")
+
+    def judge(self, file, capability, head_dims):
+        return self._run(json.dumps({"file": file, "capability": list(capability), "head_dims": head_dims}))
+
+
+def read_cache(path, key):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data.get("verdict") if isinstance(data, dict) and data.get("key") == key else None
+
+
+def write_cache(path, key, verdict):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"key": key, "verdict": verdict}, fh, sort_keys=True)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def by_compiler(module, python, estimate, capability, head_dims, smem_limit, cache):
+    """(verdict, None) from the compiler, or (None, why not)."""
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return None, f"{python} is not an executable interpreter"
+    probe = Probe(module, python)
+    triton = probe.triton_version()
+    if not triton:
+        return None, f"no usable Triton: the environment of {python} has no triton package"
+    files = [d["file"] for d in estimate["definitions"]]
+    key = sm120.cache_key(files, triton, head_dims, capability, smem_limit, probe.source)
+    if cache:
+        cached = read_cache(cache, key)
+        if cached is not None:
+            return dict(cached, cached=True), None
+    answers = [(d["file"], d["line"], probe.judge(d["file"], capability, head_dims)) for d in estimate["definitions"]]
+    verdict, why_not = sm120.judge_compiled(answers, capability, smem_limit)
+    if verdict is None:
+        return None, why_not
+    verdict["triton"] = triton
+    if cache and not module.check_mode:
+        try:
+            write_cache(cache, key, verdict)
+        except OSError as exc:
+            module.warn(f"could not write the SM120 verdict cache {cache}: {exc}")
+    return dict(verdict, cached=False), None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
+            python=dict(type="path"),
+            model_path=dict(type="path"),
             capability=dict(type="str", default="12.0"),
-            head_sizes=dict(type="list", elements="int", default=[128, 256]),
+            head_sizes=dict(type="list", elements="str", default=["128", "256"]),
             smem_limit=dict(type="int"),
+            cache=dict(type="path"),
             fix_commit=dict(type="str", default=sm120.FIX_COMMIT),
         ),
         supports_check_mode=True,
@@ -152,10 +326,23 @@ def main():
         module.fail_json(msg=f"capability must be major.minor, like 12.0; got {p['capability']!r}")
     if not os.path.isdir(p["path"]):
         module.fail_json(msg=f"{p['path']} is not a directory; path must be an sglang checkout or its python/ directory")
+    config = read_model_config(module, p["model_path"]) if p["model_path"] else None
     try:
-        verdict = sm120.judge_tree(p["path"], capability, tuple(p["head_sizes"]), p["smem_limit"])
+        head_dims = sm120.head_dims_for(p["head_sizes"], config)
+        limit = sm120.limit_for(capability, p["smem_limit"])
+        estimate = sm120.judge_tree(p["path"], capability, head_dims, limit)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    verdict = dict(estimate, triton=None, cached=False)
+    if p["python"] and estimate.get("definitions"):
+        compiled, why_not = by_compiler(module, p["python"], estimate, capability, head_dims, limit, p["cache"])
+        if compiled is not None:
+            verdict = compiled
+        else:
+            verdict["compiler_error"] = why_not
+            verdict["reason"] = f"{verdict['reason']} (estimate: the compiler could not judge: {why_not})"
+    verdict["estimate"] = {k: estimate.get(k) for k in ("present", "tiles", "reason", "not_judged")}
+    verdict["head_dims"] = [sm120.head_dim_name(d) for d in head_dims]
     ancestor, head = git_facts(module, p["path"], p["fix_commit"])
     verdict.update(fix_commit_ancestor=ancestor, head=head)
     module.exit_json(changed=False, **verdict)

@@ -88,6 +88,14 @@ def test_a_release_without_the_fix_fails_sm120_fix():
     assert not c["ok"] and "131072" in c["hint"] and "pin an sglang_commit that contains it" in c["hint"]
 
 
+def test_the_sm120_check_says_which_judge_answered_and_names_each_head_dim():
+    found = healthy_found()
+    found["sm120"] = dict(found["sm120"], judge="compiler", tiles=[
+        {"head_size": 576, "head_dim": "576/512", "BLOCK_M": 32, "BLOCK_N": 32, "smem_bytes": 71680}])
+    c = by_name(verify.judge(EXPECTED, found, ("sglang",)))["sm120_fix"]
+    assert c["ok"] and "judged by the compiler" in c["found"] and "head 576/512: 32x32 = 71680 B" in c["found"]
+
+
 def test_a_reverted_fix_fails_even_with_the_fix_commit_in_history():
     found = healthy_found()
     found["sm120"] = dict(found["sm120"], present=False, fix_commit_ancestor=True)
