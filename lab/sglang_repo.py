@@ -258,6 +258,12 @@ def branch_steps() -> list[tuple[str, str, Step]]:
         ("lab/broken-server", "last_flashinfer_063",
          Step("broken_server", "lab: a release whose server fails at start (lab only)", "(lab only)",
               "2026-03-05T12:00:00+00:00", {"python/sglang/launch_server.py": BROKEN_SERVER})),
+        # starts, answers /health, and computes garbage from the fifth token on: only the fingerprint catches it
+        ("lab/garbage-kernels", "last_flashinfer_063",
+         Step("garbage_kernels", "lab: a release whose kernels compute garbage from the fifth token on (lab only)",
+              "(lab only)", "2026-03-06T12:00:00+00:00",
+              {"python/sglang/launch_server.py": _standin("launch_server.py").replace(
+                  "DEFAULT_CORRUPT_FROM = -1", "DEFAULT_CORRUPT_FROM = 4")})),
     ]
 
 

@@ -210,11 +210,13 @@ def stack_changes(recorded, current):
     return sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))
 
 
-def judge(host_fp, reference=None, fleet=None, rule=None, current_stack=None):
+def judge(host_fp, reference=None, fleet=None, rule=None, current_stack=None, stale_ok=False):
     """The check of one host: against the reference when there is one, else against the fleet's majority.
 
     reference: {"stack": {...}, "fingerprint": {...}} as the record playbook writes it, or None.
     fleet: {host: fingerprint} of every host probed in this run (for the majority).
+    stale_ok: compare with a reference recorded on another stack instead of failing it (a re-pin's canary
+    against the reference of the stack it leaves).
     Returns {ok, against, message, verdict, stale_reference: [changed stack entries]}.
     """
     if not host_fp:
@@ -224,6 +226,9 @@ def judge(host_fp, reference=None, fleet=None, rule=None, current_stack=None):
         stale = stack_changes(reference.get("stack"), current_stack) if current_stack is not None else []
         verdict = compare(host_fp, reference["fingerprint"], rule)
         msg = describe(verdict, "the reference")
+        if stale and stale_ok:
+            return {"ok": verdict["ok"], "against": "reference", "verdict": verdict, "stale_reference": stale,
+                    "message": f"{msg} (the reference was recorded before {', '.join(stale)} changed)"}
         if stale:
             return {"ok": False, "against": "reference", "verdict": verdict, "stale_reference": stale,
                     "message": (f"the reference was recorded on another stack ({', '.join(stale)} changed): "

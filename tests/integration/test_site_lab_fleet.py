@@ -186,3 +186,80 @@ def test_drift_names_the_hand_changed_host_and_only_that(fleet, tmp_path):
     assert report["hosts"]["lab-gpu-1"] == [] and report["hosts"]["lab-gpu-3"] == []
     assert "1 of 3 host(s) differ from the stack file: lab-gpu-2" in out.stdout
     assert all(r["changed"] == 0 for r in recap(out.stdout).values()), "drift.yml changed something"
+
+
+VERIFY = REPO / "playbooks" / "verify.yml"
+FINGERPRINT = REPO / "playbooks" / "fingerprint.yml"
+
+
+def _restart_server(host):
+    subprocess.run(["docker", "exec", hosts.container(host), "sh", "-c",
+                    "systemctl restart sglang && for i in $(seq 60); do "
+                    "curl -sf http://127.0.0.1:30000/health >/dev/null && exit 0; sleep 1; done; exit 1"], check=True)
+
+
+def _reports(path):
+    return {h: json.loads((path / f"{h}.json").read_text()) for h in SERVERS}
+
+
+def _fingerprint_check(report):
+    return next(c for c in report["checks"] if c["name"] == "fingerprint")
+
+
+def test_the_fingerprint_names_the_host_that_computes_garbage(fleet, tmp_path):
+    """Three servers on correct kernels agree; one told to corrupt its answers from token 6 on (a lab-only setting
+    of the stand-in) still answers /health, and verify names it, where, and with which tokens (issue 17)."""
+    new = commits()["fp4_cudnn_default"]
+    common = ["-e", f"sglang_commit={new}", "-e", '{"verify_checks": ["fingerprint"]}']
+    good = fleet_playbook(VERIFY, *common, "-e", f"verify_report_dir={tmp_path / 'good'}")
+    assert good.returncode == 0, "verify's fingerprint failed on a healthy fleet (output above)"
+    for h, rep in _reports(tmp_path / "good").items():
+        check = _fingerprint_check(rep)
+        assert check["ok"] and check["found"].startswith("same tokens as the fleet's majority"), (h, check)
+        print(f"fingerprint probe of {h}: {check['probe']}")
+    subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
+                    "mkdir -p /etc/sglang-lab-standin && echo 6 > /etc/sglang-lab-standin/corrupt-from-token"],
+                   check=True)
+    _restart_server("lab-gpu-2")
+    try:
+        bad = fleet_playbook(VERIFY, *common, "-e", f"verify_report_dir={tmp_path / 'bad'}")
+    finally:
+        subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "rm", "-rf", "/etc/sglang-lab-standin"],
+                       check=True)
+        _restart_server("lab-gpu-2")
+    assert bad.returncode == 2
+    reports = _reports(tmp_path / "bad")
+    assert [h for h, rep in reports.items() if not rep["passed"]] == ["lab-gpu-2"]
+    found = _fingerprint_check(reports["lab-gpu-2"])["found"]
+    assert "differs from the fleet's majority (lab-gpu-1)" in found and "at token 6: different token" in found
+    assert "check fingerprint failed" in bad.stdout
+
+
+def test_a_re_pin_through_a_garbage_release_stops_at_the_canary(fleet, tmp_path):
+    """A reference recorded from a trusted host; a re-pin to a release that passes its health gate but computes
+    garbage is stopped at the canary by the fingerprint and rolled back; drift names the stale reference."""
+    new = commits()["fp4_cudnn_default"]
+    ref_file = tmp_path / "fingerprint.yml"
+    rec = fleet_playbook(FINGERPRINT, "-e", "fingerprint_host=lab-gpu-1", "-e", f"sglang_commit={new}",
+                         "-e", f"verify_fingerprint_file={ref_file}", "-e", f"verify_report_dir={tmp_path / 'r'}")
+    assert rec.returncode == 0, "playbooks/fingerprint.yml failed (output above)"
+    assert "verify_fingerprint_reference:" in ref_file.read_text() and "recorded_from: lab-gpu-1" in ref_file.read_text()
+    with_ref = ["-e", f"@{ref_file}"]
+    ok = fleet_playbook(VERIFY, *with_ref, "-e", f"sglang_commit={new}", "-e", '{"verify_checks": ["fingerprint"]}',
+                        "-e", f"verify_report_dir={tmp_path / 'v'}")
+    assert ok.returncode == 0
+    assert all(_fingerprint_check(r)["found"].startswith("same tokens as the reference")
+               for r in _reports(tmp_path / "v").values())
+    before = {h: current_release(h) for h in SERVERS}
+    out = fleet_playbook(REPIN, *with_ref, "-e", f"sglang_commit={commits()['garbage_kernels']}")
+    assert out.returncode != 0
+    assert "ROLLOUT STOPPED at lab-gpu-1" in out.stdout and "check fingerprint failed" in out.stdout
+    assert "at token 4: different token" in out.stdout
+    r = recap(out.stdout)
+    for h in SERVERS[1:]:
+        assert r[h]["changed"] == 0 and r[h]["failed"] == 0, f"{h} was touched"
+    assert {h: current_release(h) for h in SERVERS} == before
+    drift = fleet_playbook(DRIFT, *with_ref, "-e", f"sglang_commit={commits()['last_flashinfer_063']}",
+                           "-e", f"verify_report_dir={tmp_path / 'd'}")
+    assert "The reference fingerprint was recorded on another stack (sglang_commit changed since)" in drift.stdout
+    assert json.loads((tmp_path / "d" / "drift.json").read_text())["fingerprint_reference_stale"] == ["sglang_commit"]

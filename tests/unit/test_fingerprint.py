@@ -159,3 +159,15 @@ def test_reference_recorded_on_another_stack_must_be_re_recorded():
 
 def test_a_host_that_did_not_answer_fails():
     assert not fp.judge(None, fleet={})["ok"]
+
+
+def test_a_canary_may_be_compared_with_the_reference_of_the_stack_it_leaves():
+    ref = {"stack": {"sglang_commit": "a" * 40}, "fingerprint": _record()}
+    new_stack = {"sglang_commit": "b" * 40}
+    same = fp.judge(_record(), reference=ref, current_stack=new_stack, stale_ok=True)
+    assert same["ok"] and same["stale_reference"] == ["sglang_commit"]
+    assert "recorded before sglang_commit changed" in same["message"]
+    garbage = _record()
+    garbage["prompts"][0]["tokens"][4:] = [3] * 12
+    bad = fp.judge(garbage, reference=ref, current_stack=new_stack, stale_ok=True)
+    assert not bad["ok"] and "at token 4" in bad["message"]

@@ -140,3 +140,65 @@ def test_without_a_jit_tool_the_server_fails_at_start(tree, tmp_path, toolchain,
         proc.kill()
     assert proc.returncode == 1 and "flashinfer JIT compilation cannot run" in err and says in err, err
 
+
+
+def _serve(tree, model, toolchain, env=None):
+    port = free_port()
+    proc = launch(tree, "--model-path", str(model), "--host", "127.0.0.1", "--port", str(port),
+                  env={**tool_env(toolchain), **(env or {})})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if get(base + "/health")[0] == 200:
+                return proc, base
+        except OSError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"stand-in server did not come up: {proc.communicate()}")
+
+
+def _fingerprint(base, prompts=("The capital of France is", "def f(n):")):
+    from ansible_collections.blackwell.serving.plugins.module_utils import fingerprint as fp
+    recs = []
+    for p in prompts:
+        status, body = get(base + "/generate", fp.generate_request(p, 16, 1234))
+        assert status == 200, body
+        recs.append(fp.parse_generate(p, json.loads(body)))
+    return {"format": fp.FORMAT, "prompts": recs}
+
+
+def test_generate_is_deterministic_from_the_weights_and_corrupts_when_told(tree, tmp_path, toolchain):
+    """The fingerprint's stand-in: same weights give the same tokens on every release (the release adds noise of
+    thousandths of a nat); other weights, or the lab-only corruption setting, give other tokens."""
+    import shutil
+    from ansible_collections.blackwell.serving.plugins.module_utils import fingerprint as fp
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "glm_moe_dsa", "vocab_size": 154880}))
+    (model / "model-00001-of-00001.safetensors").write_bytes(b"\x01" * 4096)
+    other_release = tmp_path / "release-b" / "python"
+    shutil.copytree(tree, other_release)
+    procs = []
+    try:
+        pa, a = _serve(tree, model, toolchain)
+        procs.append(pa)
+        pb, b = _serve(other_release, model, toolchain)
+        procs.append(pb)
+        pc, c = _serve(tree, model, toolchain, {"SGLANG_LAB_CORRUPT_FROM_TOKEN": "4"})
+        procs.append(pc)
+        fa, fb, fc = _fingerprint(a), _fingerprint(b), _fingerprint(c)
+        assert fa == _fingerprint(a)  # greedy: asked twice, the same answer
+        same = fp.compare(fb, fa)
+        assert same["ok"] and 0 < same["max_logprob_diff"] < 0.005
+        garbage = fp.compare(fc, fa)
+        assert not garbage["ok"] and garbage["failure"]["position"] == 4
+        (model / "model-00001-of-00001.safetensors").write_bytes(b"\x02" * 4096)  # other weights
+        pd, d = _serve(tree, model, toolchain)
+        procs.append(pd)
+        assert fp.compare(_fingerprint(d), fa)["failure"]["position"] == 0
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=10)

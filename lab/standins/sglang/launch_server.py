@@ -14,7 +14,18 @@ name on PATH, nvcc at ``$CUDA_HOME/bin/nvcc`` (CUDA_HOME, else CUDA_PATH, else
 the directory above ``nvcc`` on PATH, else /usr/local/cuda), and the host C++
 compiler (``$CXX``, else ``c++`` on PATH). Where one is missing it fails, as
 the real server's warm-up does, so that the health gate sees it.
+
+``/generate`` (sglang's native endpoint) answers greedily and deterministically
+from the model's files: the same files and prompt give the same token ids and
+log-probabilities on every host, with the runner-up at each position, shaped as
+sglang 0.5.9 answers with ``return_logprob`` and ``top_logprobs_num``. The
+release adds noise of a few thousandths of a nat to the log-probabilities, as
+another build's kernels do. Told to (``SGLANG_LAB_CORRUPT_FROM_TOKEN=K`` in its
+environment, or the file /etc/sglang-lab-standin/corrupt-from-token; a lab-only
+setting), it answers other tokens, confidently, from position K on: the server
+that starts, answers /health, and computes garbage.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +41,10 @@ from sglang.version import __version__
 
 
 RESPONSE_SECONDS = float(os.environ.get("SGLANG_LAB_RESPONSE_SECONDS", "0"))
+# lab-only: from which generated token on the answers are garbage (-1: never); a lab branch sets it in the code
+DEFAULT_CORRUPT_FROM = -1
+CORRUPT_FILE = "/etc/sglang-lab-standin/corrupt-from-token"
+RELEASE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FINGERPRINT = f"{socket.gethostname()}:{os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))}"
 
 
@@ -41,6 +56,50 @@ def model_config(path):
         return json.load(fh)
 
 
+def model_digest(path):
+    """What the weights are: every file of the model's directory (hidden ones aside), names and contents."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(f for f in files if not f.startswith(".")):
+            full = os.path.join(root, name)
+            h.update(os.path.relpath(full, path).encode() + b"\0")
+            with open(full, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+def corrupt_from():
+    try:
+        with open(CORRUPT_FILE, encoding="utf-8") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return int(os.environ.get("SGLANG_LAB_CORRUPT_FROM_TOKEN", DEFAULT_CORRUPT_FROM))
+
+
+def _u(*parts):
+    """A number in [0, 1) from the parts, the same on every host."""
+    return int(hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:12], 16) / float(1 << 48)
+
+
+def generate(digest, vocab, prompt, max_new_tokens, top_n, bad_from):
+    """Greedy tokens for a prompt, as (chosen, tops): per position [logprob, token id, None]."""
+    chosen, tops = [], []
+    for i in range(max_new_tokens):
+        tok = int(_u(digest, prompt, i, "token") * vocab)
+        lp = -0.001 - 0.4 * _u(digest, prompt, i, "lp")
+        alt = (tok + 1 + int(_u(digest, prompt, i, "alt") * 977)) % vocab
+        alt_lp = lp - 0.3 - 3.0 * _u(digest, prompt, i, "gap")
+        noise = (_u(RELEASE, prompt, i) - 0.5) * 0.004  # another build, other rounding
+        lp, alt_lp = round(lp + noise, 6), round(alt_lp + noise, 6)
+        if 0 <= bad_from <= i:
+            tok, lp = (tok * 7919 + 104729) % vocab, -0.002
+        chosen.append([lp, tok, None])
+        tops.append([[lp, tok, None], [alt_lp, alt, None]][:max(top_n, 0)])
+    return chosen, tops
+
+
 class State:
     ready = False
     started = time.time()
@@ -48,8 +107,9 @@ class State:
     lock = threading.Lock()
 
 
-def make_handler(args, config):
+def make_handler(args, config, digest):
     served = args.served_model_name or args.model_path
+    vocab = int(config.get("vocab_size") or 151552)
 
     class Handler(BaseHTTPRequestHandler):
         server_version = f"sglang-lab-standin/{__version__}"
@@ -132,6 +192,23 @@ def make_handler(args, config):
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": len(json.dumps(body.get("messages", []))) // 4,
                               "completion_tokens": 9, "total_tokens": 9}})
+            if path == "/generate":
+                if not State.ready:
+                    return self.reply(503, {"error": "server is starting"})
+                prompt = body.get("text")
+                if not isinstance(prompt, str):
+                    return self.reply(400, {"error": "the lab stand-in takes one prompt as text"})
+                sp = body.get("sampling_params") or {}
+                n = int(sp.get("max_new_tokens", 128))
+                chosen, tops = generate(digest, vocab, prompt, n, int(body.get("top_logprobs_num") or 0),
+                                        corrupt_from())
+                meta = {"id": "lab-" + hashlib.sha256(prompt.encode()).hexdigest()[:8], "completion_tokens": n,
+                        "finish_reason": {"type": "length", "length": n}}
+                if body.get("return_logprob"):
+                    meta["output_token_logprobs"] = chosen
+                    if body.get("top_logprobs_num"):
+                        meta["output_top_logprobs"] = tops
+                return self.reply(200, {"text": " ".join(f"<{c[1]}>" for c in chosen), "meta_info": meta})
             return self.reply(404, {"error": f"not found: {path}"})
 
     return Handler
@@ -171,7 +248,7 @@ def main(argv=None):
         raise SystemExit(1)
     config = model_config(args.model_path)
     delay = float(os.environ.get("SGLANG_LAB_STARTUP_SECONDS", "1"))
-    httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config))
+    httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config, model_digest(args.model_path)))
     print(f"sglang {__version__} (lab stand-in) serving {args.model_path} as "
           f"{args.served_model_name or args.model_path} on {args.host}:{args.port}, tp_size={args.tp_size}",
           flush=True)
