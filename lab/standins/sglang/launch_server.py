@@ -27,6 +27,7 @@ that starts, answers /health, and computes garbage.
 """
 import hashlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -246,6 +247,10 @@ def main(argv=None):
         print("RuntimeError: flashinfer JIT compilation cannot run (lab stand-in of the first warm-up): "
               + "; ".join(missing), file=sys.stderr, flush=True)
         raise SystemExit(1)
+    # as sglang 0.5.9 does at start (srt/entrypoints/engine.py), every argument with its value, the API key too
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s")
+    logging.getLogger("sglang.srt.entrypoints.engine").info(
+        "server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in sorted(vars(args).items())) + ")")
     config = model_config(args.model_path)
     delay = float(os.environ.get("SGLANG_LAB_STARTUP_SECONDS", "1"))
     httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config, model_digest(args.model_path)))
