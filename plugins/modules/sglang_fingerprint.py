@@ -110,7 +110,7 @@ def main():
             url=dict(type="str", required=True),
             api_key=dict(type="str", no_log=True),
             prompts=dict(type="list", elements="str", required=True),
-            max_new_tokens=dict(type="int", default=32),
+            max_new_tokens=dict(type="int", default=32, no_log=False),
             seed=dict(type="int", default=1234),
             timeout=dict(type="int", default=120),
         ),
