@@ -13,7 +13,6 @@ SITE = REPO / "playbooks" / "site.yml"
 VERIFY = REPO / "playbooks" / "verify.yml"
 HOST = "lab-gpu-1"
 # lab/sglang_repo.py: sglang v0.5.8.post1 from its sdist, the release before the SM120 fix
-PRE_FIX = "d955ceeef1cfe47a8cb14f3a0660867e356593f8"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,10 @@ def test_verify_passes_in_check_mode(rebooted, tmp_path):
 
 @needs_lab
 def test_a_release_pinned_without_the_fix_fails_verify_clearly(rebooted, tmp_path):
-    override = ["-e", f"sglang_commit={PRE_FIX}", "-e", "sglang_allow_missing_sm120_fix=true"]
+    # the lab's revert of the fix on top of the pin: its server runs (the stand-in), its kernel is the old one
+    from lab import paths, sglang_repo
+    pre_fix = sglang_repo.build(paths.sub("git"))["revert_sm120"]
+    override = ["-e", f"sglang_commit={pre_fix}", "-e", "sglang_allow_missing_sm120_fix=true"]
     try:
         site = playbook(SITE, *override)
         # the site installs it (the override says so), serves it, and its own verify step refuses it
