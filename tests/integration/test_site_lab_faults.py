@@ -64,7 +64,7 @@ def test_an_interrupted_run_is_finished_by_the_next(converged, step):
     assert argv[argv.index("--mem-fraction-static") + 1] == value, f"the server runs {argv}"
     # what last passed the gate is what runs
     for installed, recorded in (("/etc/systemd/system/sglang.service", "/etc/sglang/deployed/sglang.service"),
-                                ("/etc/sglang/sglang.env", "/etc/sglang/deployed/sglang.env")):
+                                ("/etc/sglang/sglang.yaml", "/etc/sglang/deployed/sglang.yaml")):
         on_host("cmp", installed, recorded)
     assert on_host("readlink", "/etc/sglang/deployed/release") == on_host("readlink", "/opt/sglang/current")
 
@@ -75,7 +75,7 @@ def test_an_interrupted_run_is_finished_by_the_next(converged, step):
 # --- bad inputs: refused in preflight, before anything changes on the host
 VERIFY = REPO / "playbooks" / "verify.yml"
 PREFLIGHT = REPO / "playbooks" / "preflight.yml"
-STATE = ["/etc/systemd/system/sglang.service", "/etc/sglang/sglang.env", "/etc/apt/preferences.d",
+STATE = ["/etc/systemd/system/sglang.service", "/etc/sglang/sglang.yaml", "/etc/apt/preferences.d",
          "/srv/models/GLM-5-NVFP4/.blackwell-snapshot.json"]
 
 
