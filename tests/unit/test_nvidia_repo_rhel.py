@@ -1,0 +1,71 @@
+"""nvidia_repo on the RHEL family (issue 12): NVIDIA's RPM key is checked against a pinned id before dnf trusts
+it, as the Debian key is. Rendered only: no RHEL host runs in the lab."""
+import subprocess
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from ansible_collections.blackwell.serving.plugins.filter.openpgp import openpgp_fingerprints
+
+from conftest import REPO
+
+ROLE = REPO / "roles" / "nvidia_repo"
+
+
+def load(rel):
+    data = yaml.safe_load((ROLE / rel).read_text())
+    return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in data.items()} if isinstance(data, dict) \
+        else data
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    home = tmp_path_factory.mktemp("gnupg")
+    home.chmod(0o700)
+    g = lambda *a: subprocess.run(["gpg", "--batch", "--quiet", "--homedir", str(home), *a],
+                                  capture_output=True, check=True).stdout
+    for name in ("nvidia", "other"):
+        g("--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key", f"{name} <{name}@localhost>",
+          "rsa2048", "sign", "never")
+    fprs = [line.split(":")[9] for line in g("--with-colons", "--fingerprint").decode().splitlines()
+            if line.startswith("fpr:")]
+    return [(fpr, g("--armor", "--export", fpr).decode()) for fpr in fprs]
+
+
+def tasks():
+    return yaml.safe_load((ROLE / "tasks" / "repository-redhat.yml").read_text())
+
+
+def judge(key_text, pinned):
+    """The role's own assertion, rendered as ansible would with the fetched key and the pinned id."""
+    check = next(t for t in tasks() if "ansible.builtin.assert" in t)
+    variables = {**load("defaults/main.yml"), **load("vars/main.yml"), "nvidia_repo_rpm_key_id": pinned,
+                 "__nvidia_repo_key_found": openpgp_fingerprints(key_text)}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.evaluate_conditional(trust_as_template(check["ansible.builtin.assert"]["that"]))
+
+
+def test_default_pin_is_nvidias_long_key_id():
+    assert load("defaults/main.yml")["nvidia_repo_rpm_key_id"] == "9CD0A493D42D0685"
+
+
+def test_the_pinned_key_passes_by_long_id_or_whole_fingerprint(keys):
+    fpr, text = keys[0]
+    assert judge(text, fpr[-16:].lower())
+    assert judge(text, " ".join(fpr[i:i + 4] for i in range(0, 40, 4)))
+
+
+def test_another_key_is_refused(keys):
+    (fpr, _), (_, other) = keys
+    assert not judge(other, fpr[-16:])
+
+
+def test_key_checked_and_written_before_the_repository_trusts_it():
+    names = [next(k for k in t if k.startswith("ansible.builtin.")) for t in tasks()]
+    assert names[:4] == ["ansible.builtin.uri", "ansible.builtin.assert", "ansible.builtin.copy",
+                         "ansible.builtin.yum_repository"]
+    copy, repo = tasks()[2]["ansible.builtin.copy"], tasks()[3]["ansible.builtin.yum_repository"]
+    assert copy["dest"] == "{{ __nvidia_repo_rpm_key_path }}"
+    assert repo["gpgkey"] == "file://{{ __nvidia_repo_rpm_key_path }}"
+    assert repo["gpgcheck"] is True
