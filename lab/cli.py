@@ -89,13 +89,32 @@ def cmd_site(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
 
 
+TEST_WORKERS = "BLACKWELL_LAB_TEST_WORKERS"
+
+
+def parallel(pytest_args: list[str]) -> list[str]:
+    """Two test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
+
+    Much of a lab test is waiting (apt, uv, a server's start, a health gate), so the Molecule group and the SSH
+    lab hosts' group run side by side even on two cores; tests/conftest.py says which test belongs to which.
+    """
+    if any(a == "-n" or a.startswith(("-n=", "--numprocesses")) or a == "no:xdist" for a in pytest_args):
+        return []
+    workers = os.environ.get(TEST_WORKERS, "2")
+    if not workers.isdigit():
+        raise LabError(f"{TEST_WORKERS} must be a number of workers (0: no parallel run), found {workers!r}")
+    if int(workers) < 2:
+        return []
+    return ["-n", workers, "--dist", "loadgroup", "-v"]
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     env = up()
     tools.drop_installed_copies()
     # every run starts from hosts' facts as they are (lab hosts are recreated under the same names)
     shutil.rmtree(env["ANSIBLE_CACHE_PLUGIN_CONNECTION"], ignore_errors=True)
     cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
-           "-o", "console_output_style=classic", *args.pytest_args]
+           "-o", "console_output_style=classic", *parallel(args.pytest_args), *args.pytest_args]
     log("running " + " ".join(cmd))
     try:
         return subprocess.call(cmd, env=env, cwd=str(paths.REPO))

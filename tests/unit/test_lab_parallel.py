@@ -1,0 +1,26 @@
+"""`python3 -m lab test` runs two workers by default; a worker count the user gives wins."""
+import pytest
+
+from lab import cli
+from lab.util import LabError
+
+
+def test_two_workers_in_groups_by_default(monkeypatch):
+    monkeypatch.delenv(cli.TEST_WORKERS, raising=False)
+    assert cli.parallel(["-k", "molecule"]) == ["-n", "2", "--dist", "loadgroup", "-v"]
+
+
+@pytest.mark.parametrize("given", [["-n", "4"], ["-n=0"], ["--numprocesses", "3"], ["-p", "no:xdist"]])
+def test_the_users_choice_wins(monkeypatch, given):
+    monkeypatch.delenv(cli.TEST_WORKERS, raising=False)
+    assert cli.parallel(given) == []
+
+
+def test_environment_sets_the_count_or_turns_it_off(monkeypatch):
+    monkeypatch.setenv(cli.TEST_WORKERS, "0")
+    assert cli.parallel([]) == []
+    monkeypatch.setenv(cli.TEST_WORKERS, "3")
+    assert cli.parallel([])[:2] == ["-n", "3"]
+    monkeypatch.setenv(cli.TEST_WORKERS, "two")
+    with pytest.raises(LabError, match="BLACKWELL_LAB_TEST_WORKERS"):
+        cli.parallel([])
