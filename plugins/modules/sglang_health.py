@@ -14,25 +14,20 @@ description:
     has failed or restarted instead of waiting out its timeout.
   - Reads only; never changes anything.
 author: blackwell.serving maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - blackwell.serving.sglang_api
 options:
   url:
-    description: The server's base address, for example C(http://127.0.0.1:30000).
-    type: str
     required: true
   unit:
     description: The systemd unit that runs the server; empty to ask the server only.
     type: str
     default: ""
-  api_key:
-    description: The server's API key, sent as a bearer token; never logged.
-    type: str
   generate:
     description: Ask C(/health_generate) (generates one token) instead of C(/health).
     type: bool
     default: false
   timeout:
-    description: Seconds to wait for the server's answer.
-    type: int
     default: 10
   restarts_at_start:
     description:
@@ -48,6 +43,12 @@ attributes:
   diff_mode:
     description: Returns no diff.
     support: none
+seealso:
+  - module: blackwell.serving.sglang_fingerprint
+  - module: blackwell.serving.sglang_router_worker
+  - name: sglang's HTTP endpoints
+    description: C(/health) and C(/health_generate), as sglang's server defines them.
+    link: https://docs.sglang.io/basic_usage/native_api.html
 """
 
 EXAMPLES = r"""
@@ -66,26 +67,32 @@ healthy:
   description: Whether the server answered 200.
   returned: always
   type: bool
+  sample: true
 status:
   description: The HTTP status, or null when the server did not answer.
   returned: always
   type: int
+  sample: 503
 error:
-  description: Why the server did not answer 200.
+  description: Why the server did not answer 200 (the path asked and the reason); empty when it did.
   returned: always
   type: str
+  sample: "/health: Service Unavailable"
 unit_active_state:
   description: systemd's ActiveState of the unit (active, activating, failed, ...).
   returned: when O(unit) is set
   type: str
+  sample: active
 unit_sub_state:
   description: systemd's SubState of the unit (running, auto-restart, dead, ...).
   returned: when O(unit) is set
   type: str
+  sample: running
 unit_restarts:
   description: How often systemd restarted the unit on its own since it was last started (NRestarts).
   returned: when O(unit) is set
   type: int
+  sample: 1
 unit_restarts_since_start:
   description: Automatic restarts since the deliberate restart (C(NRestarts) less O(restarts_at_start)).
   returned: when O(unit) is set
@@ -97,6 +104,7 @@ unit_failed:
       deliberate restart; waiting longer will not help.
   returned: always
   type: bool
+  sample: false
 """
 
 from ansible.module_utils.basic import AnsibleModule
