@@ -1,18 +1,16 @@
 """Module documentation as community.postgresql writes it, read the way a user reads it (``ansible-doc``, with the
 doc fragments merged): a sample for every returned key, ``seealso``, one doc fragment for the options the HTTP
 modules share, and the documented return values equal to what the code returns."""
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
-from modrun import REPO, run_module
+from modrun import REPO, router, run_module  # noqa: F401 (router: a fixture)
 
 MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
 # the options the modules that talk to an sglang server (or its router) share, written once in a doc fragment
@@ -69,60 +67,6 @@ def test_the_http_options_come_from_one_fragment(docs, name):
 
 
 # --- documented values equal what the code returns: sglang_router_worker against a router of the 0.3 API ---------
-
-class _Router:
-    """The worker API of sglang-router 0.3.x as the module uses it: GET/POST /workers, DELETE /workers/ID (queued:
-    202), and a server's /metrics with sglang's gauges."""
-
-    def __init__(self):
-        self.workers = []
-        self.metrics = b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n"
-
-    def handler(self):
-        router = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _send(self, status, body=b""):
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):  # noqa: N802
-                if self.path == "/workers":
-                    self._send(200, json.dumps({"workers": router.workers}).encode())
-                elif self.path == "/metrics":
-                    self._send(200, router.metrics)
-                else:
-                    self._send(404)
-
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                router.workers.append({"id": f"w{len(router.workers)}", "url": body["url"], "is_healthy": True})
-                self._send(202)
-
-            def do_DELETE(self):  # noqa: N802
-                wid = self.path.rsplit("/", 1)[1]
-                router.workers = [w for w in router.workers if w["id"] != wid]
-                self._send(202)
-
-            def log_message(self, *args):
-                pass
-
-        return Handler
-
-
-@pytest.fixture
-def router():
-    state = _Router()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), state.handler())
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-
 
 def _assert_documented(doc, name, result):
     returns = doc["return"]
