@@ -24,9 +24,16 @@ options:
     type: str
     default: ""
   generate:
-    description: Ask C(/health_generate) (generates one token) instead of C(/health).
+    description: Ask C(/health_generate) (generates one token) instead of O(path).
     type: bool
     default: false
+  path:
+    description:
+      - The path asked while waiting, C(/health) for a server; C(/readiness) for an sglang-router, which answers 200
+        there once it has a healthy server.
+    type: str
+    default: /health
+    version_added: 0.4.0
   timeout:
     default: 10
   restarts_at_start:
@@ -112,7 +119,7 @@ from ansible.module_utils.urls import open_url
 
 
 def ask_server(p):
-    path = "/health_generate" if p["generate"] else "/health"
+    path = "/health_generate" if p["generate"] else "/" + p["path"].lstrip("/")
     headers = {"Authorization": f"Bearer {p['api_key']}"} if p["api_key"] else {}
     try:
         resp = open_url(p["url"].rstrip("/") + path, headers=headers, timeout=p["timeout"],
@@ -139,6 +146,7 @@ def main():
             unit=dict(type="str", default=""),
             api_key=dict(type="str", no_log=True),
             generate=dict(type="bool", default=False),
+            path=dict(type="str", default="/health"),
             timeout=dict(type="int", default=10),
             restarts_at_start=dict(type="int", default=0),
         ),
