@@ -30,7 +30,7 @@ SWITCHES = (
 # every settings key server_options reads (the role's variable names without sglang_service_), and config: the
 # options file sglang reads with --config (it holds the API key, which no command line carries)
 KEYS = ("model_path", "served_model_name", "host", "port", "tp_size", "nnodes", "node_rank", "dist_init_addr",
-        "trust_remote_code", *(k for _, k in VALUED), *(k for _, k in SWITCHES), "config", "extra_args")
+        "trust_remote_code", *(pair[1] for pair in VALUED), *(pair[1] for pair in SWITCHES), "config", "extra_args")
 
 _TRUE = {"true", "yes", "on", "1", "y", "t"}
 _FALSE = {"false", "no", "off", "0", "n", "f", ""}
