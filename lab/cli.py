@@ -126,7 +126,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def cmd_docs(args: argparse.Namespace) -> int:
     venv = tools.ensure_venv()
-    return subprocess.call([str(venv / "bin" / "python"), "-m", "lab.docs"], cwd=str(paths.REPO))
+    return subprocess.call([str(venv / "bin" / "python"), str(paths.REPO / "tools" / "role_docs.py")], cwd=str(paths.REPO))
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -10,6 +10,8 @@ probes, and asserts each check. Groups let a run select what it can judge
 """
 from __future__ import annotations
 
+from ansible_collections.blackwell.serving.plugins.module_utils.sglang_argv import parse_options
+
 GROUPS = ("gpu", "cuda", "sglang", "service", "model")
 # what a judge of the host's stack makes unless asked: the model check needs the model's records
 STACK_GROUPS = GROUPS[:4]
@@ -232,8 +234,8 @@ def unit_options(text):
     """The command-line options and Environment= settings of a systemd unit's text.
 
     Returns ``{"exec": [program, module], "flags": {"--flag": "value" or True}, "environment": {NAME: value}}``;
-    a unit's line continuations are joined, a flag followed by another flag (or nothing) is a switch, a flag with
-    several words (``--worker-urls A B``) keeps them space-joined. Quotes of systemd's quoting are removed.
+    a unit's line continuations are joined and the quotes of systemd's quoting removed; the flags are read as
+    ``sglang_argv.parse_options`` reads the command line the unit template joins.
     """
     import shlex
 
@@ -251,18 +253,12 @@ def unit_options(text):
                 env[name] = value
         elif line.startswith("ExecStart="):
             words = shlex.split(line[len("ExecStart="):])
-    flags, program, current = {}, [], None
+    program = []
     for word in words:
         if word.startswith("--"):
-            current = word
-            flags[current] = True
-        elif current is None:
-            program.append(word)
-        elif flags[current] is True:
-            flags[current] = word
-        else:
-            flags[current] = f"{flags[current]} {word}"
-    return {"exec": program, "flags": flags, "environment": env}
+            break
+        program.append(word)
+    return {"exec": program, "flags": parse_options(words), "environment": env}
 
 
 def unit_drift(expected_text, found_text):

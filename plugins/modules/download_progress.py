@@ -58,6 +58,11 @@ attributes:
   diff_mode:
     description: Returns no diff.
     support: none
+seealso:
+  - module: blackwell.serving.model_snapshot
+  - name: Asynchronous actions and polling
+    description: How a task runs in the background (C(async), C(poll=0)) and is waited for.
+    link: https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_async.html
 """
 
 EXAMPLES = r"""
@@ -80,18 +85,22 @@ rc:
   description: The background command's exit status.
   returned: when the job finished
   type: int
+  sample: 0
 stdout:
   description: The background command's output.
   returned: when the job finished
   type: str
+  sample: "Download complete: 9 files"
 stderr:
   description: The background command's error output.
   returned: when the job finished
   type: str
+  sample: ""
 elapsed:
   description: Seconds this task waited.
   returned: always
   type: float
+  sample: 5412.7
 job:
   description: The finished job's own result (a module's return values).
   returned: when the job finished

@@ -39,6 +39,11 @@ attributes:
   facts:
     description: Adds C(ansible_facts.nvidia_gpu).
     support: full
+seealso:
+  - module: blackwell.serving.sglang_sm120_check
+  - name: nvidia-smi
+    description: NVIDIA's System Management Interface, whose queries this module reads.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
 """
 
 EXAMPLES = r"""
@@ -55,10 +60,12 @@ ansible_facts:
   description: Facts added to the host.
   returned: always
   type: dict
+  sample: {nvidia_gpu: {state: ok, count: 8}}
   contains:
     nvidia_gpu:
       description: What the host's GPUs and driver report.
       type: dict
+      sample: {state: ok, count: 8, driver_version: 580.95.05, kernel_module: open}
       contains:
         state:
           description:
@@ -70,6 +77,7 @@ ansible_facts:
         message:
           description: What nvidia-smi said when it did not answer.
           type: str
+          sample: ""
         count:
           description: Number of GPUs nvidia-smi reports (0 when it does not answer).
           type: int
@@ -93,27 +101,34 @@ ansible_facts:
           description: The distinct GPU names.
           type: list
           elements: str
+          sample: [NVIDIA RTX PRO 6000 Blackwell Server Edition]
         compute_capabilities:
           description: The distinct compute capabilities, for example V(12.0).
           type: list
           elements: str
+          sample: ["12.0"]
         driver_version:
           description: The driver version nvidia-smi reports, or null.
           type: str
+          sample: 580.95.05
         kernel_module:
           description: C(open) or C(proprietary) for the loaded kernel module; null when none is loaded.
           type: str
+          sample: open
         kernel_module_version:
           description: The version of the loaded kernel module, or null.
           type: str
+          sample: 580.95.05
         persistence_mode:
           description: The distinct persistence modes.
           type: list
           elements: str
+          sample: [Enabled]
         pci_devices:
           description: NVIDIA display devices on the PCI bus, with or without a driver.
           type: list
           elements: dict
+          sample: [{pci_bus_id: "0000:01:00.0", pci_device_id: "0x2BB5"}]
 """
 
 import os

@@ -74,6 +74,11 @@ attributes:
   diff_mode:
     description: Returns no diff.
     support: none
+seealso:
+  - module: blackwell.serving.download_progress
+  - name: Hugging Face Hub API
+    description: The repository tree listing (C(/api/models/ORG/NAME/tree/REVISION)) the manifest is read from.
+    link: https://huggingface.co/docs/hub/api
 """
 
 EXAMPLES = r"""
@@ -97,46 +102,56 @@ complete:
   description: Whether every file of the revision is there (with O(state=verified), with the right content).
   returned: always
   type: bool
+  sample: true
 source:
   description: C(marker) when the recorded marker decided, C(hub) when the manifest was fetched.
   returned: always
   type: str
+  sample: marker
 files:
   description: Number of files in the revision.
   returned: always
   type: int
+  sample: 96
 total_bytes:
   description: Size of the revision.
   returned: always
   type: int
+  sample: 440234567890
 needed_bytes:
   description: Bytes of the files that are missing or differ.
   returned: always
   type: int
+  sample: 0
 free_bytes:
   description: Free bytes on the file system that holds O(path) (or its nearest existing parent).
   returned: always
   type: int
+  sample: 1099511627776
 missing:
   description: Files not there.
   returned: always
   type: list
   elements: str
+  sample: []
 wrong_size:
   description: Files whose size differs from the manifest (an interrupted download, say).
   returned: always
   type: list
   elements: str
+  sample: [model-00017-of-00096.safetensors]
 wrong_hash:
   description: Files of the right size whose content differs (only with O(state=verified)).
   returned: always
   type: list
   elements: str
+  sample: []
 extra:
   description: Files under O(path) that the revision does not list.
   returned: always
   type: list
   elements: str
+  sample: []
 changed_files:
   description: Files that differ from the marker's record of them (hashed again when content is checked).
   returned: always

@@ -17,14 +17,11 @@ description:
     filter P(blackwell.serving.fingerprint_judge#filter) compares fingerprints by a written rule.
   - Reads only; never changes anything on the host.
 author: blackwell.serving maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - blackwell.serving.sglang_api
 options:
   url:
-    description: The server's base address, for example C(http://127.0.0.1:30000).
-    type: str
     required: true
-  api_key:
-    description: The server's API key, sent as a bearer token; never logged.
-    type: str
   prompts:
     description: The prompts, sent as raw text (no chat template), in this order.
     type: list
@@ -41,7 +38,6 @@ options:
     default: 1234
   timeout:
     description: Seconds to wait for each answer.
-    type: int
     default: 120
 attributes:
   check_mode:
@@ -52,6 +48,9 @@ attributes:
     support: none
 seealso:
   - module: blackwell.serving.sglang_health
+  - name: sglang's native generate API
+    description: The C(/generate) endpoint and its sampling parameters, as sglang documents them.
+    link: https://docs.sglang.io/basic_usage/native_api.html
 """
 
 EXAMPLES = r"""

@@ -14,25 +14,27 @@ description:
     has failed or restarted instead of waiting out its timeout.
   - Reads only; never changes anything.
 author: blackwell.serving maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - blackwell.serving.sglang_api
 options:
   url:
-    description: The server's base address, for example C(http://127.0.0.1:30000).
-    type: str
     required: true
   unit:
     description: The systemd unit that runs the server; empty to ask the server only.
     type: str
     default: ""
-  api_key:
-    description: The server's API key, sent as a bearer token; never logged.
-    type: str
   generate:
-    description: Ask C(/health_generate) (generates one token) instead of C(/health).
+    description: Ask C(/health_generate) (generates one token) instead of O(path).
     type: bool
     default: false
+  path:
+    description:
+      - The path asked while waiting, C(/health) for a server; C(/readiness) for an sglang-router, which answers 200
+        there once it has a healthy server.
+    type: str
+    default: /health
+    version_added: 0.4.0
   timeout:
-    description: Seconds to wait for the server's answer.
-    type: int
     default: 10
   restarts_at_start:
     description:
@@ -48,6 +50,12 @@ attributes:
   diff_mode:
     description: Returns no diff.
     support: none
+seealso:
+  - module: blackwell.serving.sglang_fingerprint
+  - module: blackwell.serving.sglang_router_worker
+  - name: sglang's HTTP endpoints
+    description: C(/health) and C(/health_generate), as sglang's server defines them.
+    link: https://docs.sglang.io/basic_usage/native_api.html
 """
 
 EXAMPLES = r"""
@@ -66,26 +74,32 @@ healthy:
   description: Whether the server answered 200.
   returned: always
   type: bool
+  sample: true
 status:
   description: The HTTP status, or null when the server did not answer.
   returned: always
   type: int
+  sample: 503
 error:
-  description: Why the server did not answer 200.
+  description: Why the server did not answer 200 (the path asked and the reason); empty when it did.
   returned: always
   type: str
+  sample: "/health: Service Unavailable"
 unit_active_state:
   description: systemd's ActiveState of the unit (active, activating, failed, ...).
   returned: when O(unit) is set
   type: str
+  sample: active
 unit_sub_state:
   description: systemd's SubState of the unit (running, auto-restart, dead, ...).
   returned: when O(unit) is set
   type: str
+  sample: running
 unit_restarts:
   description: How often systemd restarted the unit on its own since it was last started (NRestarts).
   returned: when O(unit) is set
   type: int
+  sample: 1
 unit_restarts_since_start:
   description: Automatic restarts since the deliberate restart (C(NRestarts) less O(restarts_at_start)).
   returned: when O(unit) is set
@@ -97,6 +111,7 @@ unit_failed:
       deliberate restart; waiting longer will not help.
   returned: always
   type: bool
+  sample: false
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -104,7 +119,7 @@ from ansible.module_utils.urls import open_url
 
 
 def ask_server(p):
-    path = "/health_generate" if p["generate"] else "/health"
+    path = "/health_generate" if p["generate"] else "/" + p["path"].lstrip("/")
     headers = {"Authorization": f"Bearer {p['api_key']}"} if p["api_key"] else {}
     try:
         resp = open_url(p["url"].rstrip("/") + path, headers=headers, timeout=p["timeout"],
@@ -131,6 +146,7 @@ def main():
             unit=dict(type="str", default=""),
             api_key=dict(type="str", no_log=True),
             generate=dict(type="bool", default=False),
+            path=dict(type="str", default="/health"),
             timeout=dict(type="int", default=10),
             restarts_at_start=dict(type="int", default=0),
         ),

@@ -20,24 +20,20 @@ description:
     it as healthy, and fails (saying so) when the router does not within O(timeout).
   - O(state=query) only reports the router's workers.
 author: blackwell.serving maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - blackwell.serving.sglang_api
 options:
   router_url:
     description: The router's base address, for example C(http://10.0.0.5:30000).
     type: str
     required: true
   url:
-    description: The server's address as the router knows it, for example C(http://10.0.0.11:30000).
-    type: str
+    required: false
   state:
     description: V(absent) drains the server out of the router, V(present) puts it back, V(query) reads only.
     type: str
     choices: [absent, present, query]
     default: present
-  api_key:
-    description:
-      - The API key the router was started with (C(--api-key), the servers' key); the router asks it for its worker
-        API too, and a draining server for its metrics. Never logged.
-    type: str
   min_healthy:
     description:
       - With O(state=absent), refuse (changing nothing) unless at least this many other healthy servers stay in the
@@ -54,7 +50,6 @@ options:
     default: 30
   timeout:
     description: Seconds at most to wait for the router to carry out an addition or removal.
-    type: int
     default: 120
 attributes:
   check_mode:
@@ -63,6 +58,14 @@ attributes:
   diff_mode:
     description: Returns no diff.
     support: none
+notes:
+  - O(url) is the server's address as the router knows it (for example C(http://10.0.0.11:30000)), and O(api_key)
+    also serves to read a draining server's metrics.
+seealso:
+  - module: blackwell.serving.sglang_health
+  - name: sglang-router
+    description: The router, its worker API (C(/workers)) and its options.
+    link: https://pypi.org/project/sglang-router/
 """
 
 EXAMPLES = r"""
@@ -83,22 +86,35 @@ EXAMPLES = r"""
 
 RETURN = r"""
 workers:
-  description: The router's workers at the end (url and whether the router finds it healthy).
+  description: The router's workers at the end, each with its C(url), whether the router finds it C(healthy), and its C(id).
   returned: always
   type: list
   elements: dict
+  sample: [{url: "http://10.0.0.11:30000", healthy: true, id: "9f1c2d3e-7a4b-4c5d-8e6f-0a1b2c3d4e5f"}]
 healthy_others:
   description: How many healthy workers other than O(url) the router has.
   returned: when O(url) is set
   type: int
+  sample: 2
+present:
+  description: With O(state=query), whether the router lists O(url).
+  returned: with O(state=query) when O(url) is set
+  type: bool
+  sample: true
 drained_by:
-  description: How the drain knew the server was idle (metrics, grace, or nothing to drain).
-  returned: with O(state=absent) when the server was in the router
+  description:
+    - How the drain knew the server was idle, once it left the router. V(metrics) when its C(sglang:num_running_reqs)
+      and C(sglang:num_queue_reqs) reached 0; V(grace) when it exports no such gauges and was given O(drain_grace)
+      seconds; V(stopped) when it stopped answering (nothing left to run).
+  returned: with O(state=absent) when the server was in the router and removed from it (not in check mode)
   type: str
+  choices: [metrics, grace, stopped]
+  sample: metrics
 waited:
   description: Seconds spent waiting for the router and the drain.
   returned: always
   type: float
+  sample: 4.2
 """
 
 import json
@@ -187,7 +203,7 @@ def drain(module, url, api_key, timeout, grace):
         try:
             status, body = _request("GET", url + "/metrics", headers=headers)
         except RouterError:
-            state["how"] = "the server stopped answering"
+            state["how"] = "stopped"
             return True
         if status != 200:
             state["how"] = "grace"

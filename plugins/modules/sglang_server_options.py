@@ -33,6 +33,9 @@ attributes:
     support: none
 seealso:
   - module: blackwell.serving.sglang_sm120_check
+  - name: sglang server arguments
+    description: The options of sglang's server, as sglang documents them.
+    link: https://docs.sglang.io/advanced_features/server_arguments.html
 """
 
 EXAMPLES = r"""

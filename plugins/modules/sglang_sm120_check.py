@@ -77,6 +77,8 @@ seealso:
   - name: sglang PR 14311
     description: The fix, block sizes for SM120's shared memory.
     link: https://github.com/sgl-project/sglang/pull/14311
+  - module: blackwell.serving.sglang_server_options
+  - module: blackwell.serving.gpu_facts
 """
 
 EXAMPLES = r"""

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import threading
+
+import pytest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,5 +48,68 @@ def serve(answer):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+class FakeRouter:
+    """The worker API of sglang-router 0.3.x as the module uses it: GET/POST /workers, DELETE /workers/ID (queued:
+    202), and a server's /metrics with sglang's gauges."""
+
+    def __init__(self):
+        self.workers = []
+        self.metrics = b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n"
+
+    def handler(self):
+        router = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _send(self, status, body=b"", kind="text/plain"):
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                if self.path == "/workers":
+                    self._send(200, json.dumps({"workers": router.workers}).encode(), "application/json")
+                elif self.path == "/metrics":
+                    self._send(200, router.metrics)
+                else:
+                    self._send(404)
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                router.workers.append({"id": f"w{len(router.workers)}", "url": body["url"], "is_healthy": True})
+                self._send(202)
+
+            def do_DELETE(self):  # noqa: N802
+                wid = self.path.rsplit("/", 1)[1]
+                router.workers = [w for w in router.workers if w["id"] != wid]
+                self._send(202)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def router():
+    """A router of sglang-router's worker API on loopback."""
+    with fake_router() as state:
+        yield state
+
+
+@contextlib.contextmanager
+def fake_router(address="127.0.0.1"):
+    """A FakeRouter listening on address (any of 127.0.0.0/8 is this machine's loopback), at .url."""
+    state = FakeRouter()
+    httpd = http.server.ThreadingHTTPServer((address, 0), state.handler())
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    state.url = f"http://{address}:{httpd.server_address[1]}"
+    try:
+        yield state
     finally:
         httpd.shutdown()

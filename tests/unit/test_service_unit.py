@@ -1,5 +1,7 @@
 """The production sglang unit: rendered from inventories/production, equal to the golden file, and holding
 every flag and variable that GLM-5-NVFP4 needs on 8x RTX PRO 6000 (SM120)."""
+import json
+import re
 import shlex
 import subprocess
 import sys
@@ -7,26 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.blackwell.serving.plugins.module_utils import sglang_argv, verify
 from conftest import FIXTURES, REPO
 
 GOLDEN = FIXTURES / "golden" / "production-sglang.service"
 BIN = Path(sys.executable).parent
 
-# The community-tested command line for GLM-5-NVFP4 on 8x RTX PRO 6000, in sglang's exact option names
-# (--tp-size, not the --tp prefix), plus --fp4-gemm-backend flashinfer_cudnn: the pinned commit predates #20047.
-FLAGS = {
-    "--tp-size": "8", "--trust-remote-code": None, "--attention-backend": "flashinfer",
-    "--moe-runner-backend": "flashinfer_cutlass", "--quantization": "modelopt_fp4", "--kv-cache-dtype": "bf16",
-    "--disable-custom-all-reduce": None, "--enable-flashinfer-allreduce-fusion": None,
-    "--mem-fraction-static": "0.9", "--cuda-graph-max-bs": "8", "--max-running-requests": "8",
-    "--tool-call-parser": "glm47", "--reasoning-parser": "glm45", "--served-model-name": "glm-5",
-    "--fp4-gemm-backend": "flashinfer_cudnn",
-}
 ENVIRONMENT = {"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("render")
     playbook = BIN / "ansible-playbook"
     assert playbook.exists(), f"{playbook} is missing: run the tests through python3 -m lab test"
@@ -34,7 +27,12 @@ def rendered(tmp_path_factory):
                            str(REPO / "tests" / "render" / "render_unit.yml"), "-e", f"render_dir={out}"],
                           cwd=str(REPO), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return (out / "gpu-node-01.service").read_text()
+    return out
+
+
+@pytest.fixture(scope="module")
+def rendered(rendered_dir):
+    return (rendered_dir / "gpu-node-01.service").read_text()
 
 
 def exec_start(unit):
@@ -50,13 +48,29 @@ def test_production_unit_equals_the_golden_file(rendered):
         "-e render_dir=DIR)")
 
 
-def test_every_flag_is_there_with_its_value(rendered):
-    argv = exec_start(rendered)
+def test_the_unit_runs_the_options_the_builder_made(rendered_dir):
+    """The template only quotes and joins what module_utils/sglang_argv.py built: the unit's command line is that
+    argument list, word for word, and reads back (as drift reads a unit) into the same flags."""
+    unit = (rendered_dir / "gpu-node-01.service").read_text()
+    options = json.loads((rendered_dir / "gpu-node-01.argv.json").read_text())
+    argv = exec_start(unit)
     assert argv[:3] == ["/opt/sglang/current/venv/bin/python", "-m", "sglang.launch_server"]
-    for flag, value in FLAGS.items():
-        assert argv.count(flag) == 1, f"{flag} appears {argv.count(flag)} times"
-        if value is not None:
-            assert argv[argv.index(flag) + 1] == value, f"{flag} is not {value}"
+    assert argv[3:] == sglang_argv.flatten(options)
+    assert verify.unit_options(unit)["flags"] == sglang_argv.parse_options(sglang_argv.flatten(options))
+    flags = [o[0] for o in options]
+    assert len(flags) == len(set(flags)), "an option appears twice"
+
+
+def test_sm120_settings(rendered):
+    """What GLM-5-NVFP4 needs on 8x RTX PRO 6000 (the rest of the command line is the golden file's record)."""
+    flags = verify.unit_options(rendered)["flags"]
+    assert flags["--tp-size"] == "8" and flags["--kv-cache-dtype"] == "bf16"
+    assert flags["--quantization"] == "modelopt_fp4" and flags["--fp4-gemm-backend"] == "flashinfer_cudnn"
+
+
+def test_the_template_writes_no_flag():
+    template = (REPO / "roles/sglang_service/templates/sglang.service.j2").read_text()
+    assert not re.search(r"'--[a-z]", template), "the unit template names a flag: build it in sglang_argv.py"
 
 
 def test_no_abbreviated_or_fp8_options(rendered):

@@ -55,3 +55,16 @@ def test_healthy(server, tmp_path):
     state["status"] = 200
     r = probe(tmp_path, url, "active", "running", 0)
     assert r["healthy"] is True and r["unit_failed"] is False
+
+
+def test_another_path_is_asked(tmp_path):
+    """An sglang-router is ready at /readiness (once it has a healthy server): the gate asks the path given."""
+    asked = []
+
+    def answer(path):
+        asked.append(path)
+        return (200, b"") if path == "/readiness" else (404, b"")
+
+    with serve(answer) as url:
+        r = probe(tmp_path, url, "active", "running", 0, path="/readiness")
+    assert r["healthy"] is True and asked == ["/readiness"]

@@ -1,0 +1,65 @@
+"""The drain and restore of a server (playbooks/repin.yml) reach each router where it listens: at its
+sglang_router_host and sglang_router_port, as the router's own tasks do, not at 127.0.0.1 (issue 15, point 4).
+
+The router is a stand-in of sglang-router's worker API bound to 127.0.0.2 (this machine's loopback, but not
+127.0.0.1), driven through the role's real `drain` and `restore` entry points by ansible-playbook, with no lab."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from modrun import REPO, fake_router
+
+PLAYBOOK = """
+- name: Drain this server out of the routers, then put it back
+  hosts: gpu_servers
+  gather_facts: false
+  tasks:
+    - name: Drain
+      ansible.builtin.include_role:
+        name: blackwell.serving.sglang_router
+        tasks_from: drain
+    - name: What the router lists after the drain
+      ansible.builtin.uri:
+        url: "{{ router_url }}/workers"
+      register: after_drain
+    - name: Restore
+      ansible.builtin.include_role:
+        name: blackwell.serving.sglang_router
+        tasks_from: restore
+    - name: Record
+      ansible.builtin.copy:
+        content: "{{ after_drain.json | to_json }}"
+        dest: "{{ out }}"
+        mode: "0644"
+"""
+
+
+def _run(tmp_path, router, server_url, port):
+    inventory = {"all": {"children": {
+        "sglang_routers": {"hosts": {"router-1": {"sglang_router_host": "127.0.0.2", "sglang_router_port": port}}},
+        "gpu_servers": {"hosts": {"gpu-1": {"sglang_router_worker_url": server_url}}}},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "sglang_router_drain_grace": 0}}}
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+    (tmp_path / "pb.yml").write_text(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    out = tmp_path / "after-drain.json"
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+                           str(tmp_path / "pb.yml"), "-e", json.dumps({"out": str(out), "router_url": router.url})],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    return proc, out
+
+
+def test_drain_and_restore_reach_a_router_bound_to_another_address(tmp_path):
+    with fake_router("127.0.0.2") as router:
+        port = int(router.url.rsplit(":", 1)[1])
+        server = router.url  # the stand-in answers the drained server's /metrics too
+        other = "http://10.9.9.9:30000"
+        router.workers = [{"id": "w-other", "url": other, "is_healthy": True},
+                          {"id": "w-me", "url": server, "is_healthy": True}]
+        proc, out = _run(tmp_path, router, server, port)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        assert [w["url"] for w in json.loads(out.read_text())["workers"]] == [other], "the drain did not happen"
+        assert sorted(w["url"] for w in router.workers) == sorted([other, server]), "the restore did not happen"
