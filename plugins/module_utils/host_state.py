@@ -191,7 +191,9 @@ def judge(spec, installed, units, offered=None):
     for want in spec.get("files") or []:
         diffs += judge_file(want)
     for want in spec.get("packages") or []:
-        diffs += judge_package(want["name"], want, installed, offered)
+        # one entry may name several packages wanted the same way
+        for name in want["name"] if isinstance(want["name"], list) else [want["name"]]:
+            diffs += judge_package(name, want, installed, offered)
     for want in spec.get("patterns") or []:
         diffs += judge_pattern(want, installed)
     for want in spec.get("units") or []:

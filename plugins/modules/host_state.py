@@ -10,9 +10,9 @@ short_description: Say, in one round trip, whether everything a role's phase wou
 version_added: 0.2.0
 description:
   - Reads, at once, the files, packages and systemd units that a role's phase would change, and compares each
-    with what the phase would leave: a file's exact content, owner, group and mode (or its absence, a
-    directory, a symbolic link's target), a package's installed version and hold, every installed package a
-    regular expression matches, a unit's enablement and activity.
+    with what the phase would leave (a file's exact content, owner, group and mode, or its absence, a
+    directory, a symbolic link's target; a package's installed version and hold; every installed package a
+    regular expression matches; a unit's enablement and activity).
   - RV(holds) is true only when nothing differs; RV(differences) lists what does. A role skips a phase that
     holds, so that a converged host pays one round trip instead of one per task; a phase that does not hold
     runs as it would without this module, with its own check mode and diff.
@@ -56,11 +56,12 @@ options:
     default: []
     suboptions:
       name:
-        description: The package.
-        type: str
+        description: The packages wanted this way (one or more).
+        type: list
+        elements: str
         required: true
       version:
-        description: The exact version it must be at; any when left out.
+        description: The exact version each must be at; any when left out.
         type: str
       held:
         description: Whether it must be held (C(dpkg --get-selections) says C(hold)).
@@ -131,7 +132,7 @@ EXAMPLES = r"""
         group: root
         mode: "0644"
     packages:
-      - {name: cuda-toolkit-12-9, version: 12.9.1-1, held: true}
+      - {name: [cuda-toolkit-12-9], version: 12.9.1-1, held: true}
     patterns:
       - {match: '^cuda-.*-12-9$', held: true}
   register: __cuda_toolkit_state
@@ -176,7 +177,7 @@ def main():
                      state=dict(type="str", default="file", choices=["file", "absent", "directory", "link"]),
                      content=dict(type="str"), src=dict(type="str"), owner=dict(type="str"),
                      group=dict(type="str"), mode=dict(type="str"))
-    package_spec = dict(name=dict(type="str", required=True), version=dict(type="str"),
+    package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
                         held=dict(type="bool", default=False),
                         state=dict(type="str", default="present", choices=["present", "offered"]))
     pattern_spec = dict(match=dict(type="str", required=True), exclude=dict(type="str"), version=dict(type="str"),
@@ -221,7 +222,7 @@ def main():
                    if line.count("|") >= 2 and line.split("|")[0].strip() == name) if version else bool(out.strip())
 
     diffs = host_state.judge(p, installed, units, offered)
-    names = {w["name"] for w in p["packages"]}
+    names = {n for w in p["packages"] for n in w["name"]}
     seen = {n: installed[n]["version"] for n in names if n in installed and installed[n]["state"] in host_state.INSTALLED}
     seen.update(host_state.matching(p["patterns"], installed))
     module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen)
