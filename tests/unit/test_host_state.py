@@ -202,3 +202,21 @@ def test_module_reads_files_and_says_what_differs(tmp_path):
     assert got["holds"] is True and got["changed"] is False and got["differences"] == []
     got = run_module("host_state", {"files": [{"path": str(tmp_path / "a"), "content": "y\n"}]})
     assert got["holds"] is False and got["differences"] == [f"{tmp_path}/a differs in content"]
+
+
+def test_one_entry_names_several_packages():
+    spec = {"packages": [{"name": ["nvidia-driver-cuda", "nvidia-kernel-open-dkms"], "version": "580.95.05-1",
+                          "held": True}]}
+    assert hs.judge(spec, hs.parse_dpkg(DPKG), {}) == []
+    dpkg = DPKG.replace("nvidia-kernel-open-dkms\t580.95.05-1\thold", "nvidia-kernel-open-dkms\t580.95.05-1\tinstall")
+    assert hs.judge(spec, hs.parse_dpkg(dpkg), {}) == ["package nvidia-kernel-open-dkms is not held (install)"]
+
+
+def test_module_reads_this_machines_packages():
+    # dpkg itself is installed on any Debian-family machine that runs these tests
+    got = run_module("host_state", {"packages": [{"name": ["dpkg"]}],
+                                    "patterns": [{"match": "^dpkg$"}]})
+    assert got["holds"] is True, got
+    assert set(got["installed"]) == {"dpkg"}
+    got = run_module("host_state", {"packages": [{"name": ["dpkg", "no-such-package-here"]}]})
+    assert got["differences"] == ["package no-such-package-here is not installed"]
