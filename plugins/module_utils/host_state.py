@@ -11,7 +11,8 @@ A file is wanted with its exact content, owner, group and mode (what a template 
 absent, as a directory, or as a symbolic link to a target. A package is wanted installed (at an exact version,
 and held, when asked), or installed only when the configured repositories offer it. A set of packages may be
 named by a regular expression: every installed package it matches must be at the version and held. A unit is
-wanted enabled and, when asked, active.
+wanted enabled and, when asked, active. A group is wanted present; a user present, with its primary group, home
+and shell.
 """
 from __future__ import annotations
 
@@ -91,20 +92,28 @@ def matching(patterns, installed):
     return out
 
 
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
 def _owner_group_mode(path, st, want):
     diffs = []
     if want.get("owner") is not None:
-        try:
-            owner = pwd.getpwuid(st.st_uid).pw_name
-        except KeyError:
-            owner = str(st.st_uid)
+        owner = _user_name(st.st_uid)
         if owner != want["owner"]:
             diffs.append(f"{path} is owned by {owner}, not {want['owner']}")
     if want.get("group") is not None:
-        try:
-            group = grp.getgrgid(st.st_gid).gr_name
-        except KeyError:
-            group = str(st.st_gid)
+        group = _group_name(st.st_gid)
         if group != want["group"]:
             diffs.append(f"{path} has group {group}, not {want['group']}")
     if want.get("mode") is not None:
@@ -115,13 +124,16 @@ def _owner_group_mode(path, st, want):
 
 
 def judge_file(want):
-    """Differences of one path: want = {path, state: file|absent|directory|link, content, src, owner, group, mode}.
+    """Differences of one path: want = {path, state: file|absent|directory|link|exists, content, src, owner, group, mode}.
 
     ``state: file`` compares the content byte for byte (as a SHA-256) when ``content`` is given; a link is
     judged by its target as written (``src``), never followed.
     """
     path = want["path"]
     state = want.get("state", "file")
+    if state == "exists":
+        # what a command's creates= tests: the path, its links followed, is there
+        return [] if os.path.exists(path) else [f"{path} is missing"]
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -185,9 +197,40 @@ def judge_unit(want, units):
     return diffs
 
 
-def judge(spec, installed, units, offered=None):
-    """Every difference between the host and spec = {files, packages, patterns, units} (lists as above)."""
+def judge_group(want):
+    """Differences of one group: want = {name}: it exists."""
+    try:
+        grp.getgrnam(want["name"])
+    except KeyError:
+        return [f"group {want['name']} is missing"]
+    return []
+
+
+def judge_user(want):
+    """Differences of one user: want = {name, group, home, shell}; each but the name compared when given."""
+    try:
+        pw = pwd.getpwnam(want["name"])
+    except KeyError:
+        return [f"user {want['name']} is missing"]
     diffs = []
+    if want.get("group") is not None:
+        group = _group_name(pw.pw_gid)
+        if group != want["group"]:
+            diffs.append(f"user {want['name']} has primary group {group}, not {want['group']}")
+    if want.get("home") is not None and pw.pw_dir != want["home"]:
+        diffs.append(f"user {want['name']} has home {pw.pw_dir}, not {want['home']}")
+    if want.get("shell") is not None and pw.pw_shell != want["shell"]:
+        diffs.append(f"user {want['name']} has shell {pw.pw_shell}, not {want['shell']}")
+    return diffs
+
+
+def judge(spec, installed, units, offered=None):
+    """Every difference between the host and spec = {groups, users, files, packages, patterns, units} (as above)."""
+    diffs = []
+    for want in spec.get("groups") or []:
+        diffs += judge_group(want)
+    for want in spec.get("users") or []:
+        diffs += judge_user(want)
     for want in spec.get("files") or []:
         diffs += judge_file(want)
     for want in spec.get("packages") or []:

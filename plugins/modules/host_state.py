@@ -19,6 +19,35 @@ description:
   - Changes nothing; runs the same in check mode.
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
+  groups:
+    description: Groups, each wanted present.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The group.
+        type: str
+        required: true
+  users:
+    description: Users, each wanted present.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The user.
+        type: str
+        required: true
+      group:
+        description: Its primary group's name; not compared when left out.
+        type: str
+      home:
+        description: Its home directory; not compared when left out.
+        type: str
+      shell:
+        description: Its login shell; not compared when left out.
+        type: str
   files:
     description: Paths, each with what the phase would leave there.
     type: list
@@ -30,9 +59,11 @@ options:
         type: path
         required: true
       state:
-        description: A regular file, nothing, a directory, or a symbolic link (judged unfollowed).
+        description:
+          - A regular file, nothing, a directory, or a symbolic link (judged unfollowed).
+          - C(exists), anything there, links followed (what a command's C(creates) tests).
         type: str
-        choices: [file, absent, directory, link]
+        choices: [file, absent, directory, link, exists]
         default: file
       content:
         description: The file's exact content (what a template or copy task would write); not compared when left out.
@@ -151,7 +182,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 holds:
-  description: Whether every file, package and unit is as asked.
+  description: Whether every group, user, file, package and unit is as asked.
   returned: always
   type: bool
   sample: true
@@ -174,7 +205,7 @@ from ansible_collections.blackwell.serving.plugins.module_utils import host_stat
 
 def main():
     file_spec = dict(path=dict(type="path", required=True),
-                     state=dict(type="str", default="file", choices=["file", "absent", "directory", "link"]),
+                     state=dict(type="str", default="file", choices=["file", "absent", "directory", "link", "exists"]),
                      content=dict(type="str"), src=dict(type="str"), owner=dict(type="str"),
                      group=dict(type="str"), mode=dict(type="str"))
     package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
@@ -182,9 +213,13 @@ def main():
                         state=dict(type="str", default="present", choices=["present", "offered"]))
     pattern_spec = dict(match=dict(type="str", required=True), exclude=dict(type="str"), version=dict(type="str"),
                         held=dict(type="bool", default=False))
+    user_spec = dict(name=dict(type="str", required=True), group=dict(type="str"), home=dict(type="str"),
+                     shell=dict(type="str"))
     unit_spec = dict(name=dict(type="str", required=True), enabled=dict(type="bool"), active=dict(type="bool"))
     module = AnsibleModule(
         argument_spec=dict(
+            groups=dict(type="list", elements="dict", default=[], options=dict(name=dict(type="str", required=True))),
+            users=dict(type="list", elements="dict", default=[], options=user_spec),
             files=dict(type="list", elements="dict", default=[], options=file_spec),
             packages=dict(type="list", elements="dict", default=[], options=package_spec),
             patterns=dict(type="list", elements="dict", default=[], options=pattern_spec),

@@ -220,3 +220,27 @@ def test_module_reads_this_machines_packages():
     assert set(got["installed"]) == {"dpkg"}
     got = run_module("host_state", {"packages": [{"name": ["dpkg", "no-such-package-here"]}]})
     assert got["differences"] == ["package no-such-package-here is not installed"]
+
+
+def test_exists_follows_links(tmp_path):
+    (tmp_path / "python").symlink_to("/usr/bin/python3")
+    assert hs.judge({"files": [{"path": str(tmp_path / "python"), "state": "exists"}]}, {}, {}) == []
+    (tmp_path / "python").unlink()
+    (tmp_path / "python").symlink_to(str(tmp_path / "gone"))
+    assert hs.judge({"files": [{"path": str(tmp_path / "python"), "state": "exists"}]}, {}, {}) == [
+        f"{tmp_path}/python is missing"]
+
+
+def test_users_and_groups():
+    me = pwd.getpwuid(os.getuid())
+    spec = {"groups": [{"name": MY_GROUP}],
+            "users": [{"name": ME, "group": grp.getgrgid(me.pw_gid).gr_name, "home": me.pw_dir, "shell": me.pw_shell}]}
+    assert hs.judge(spec, {}, {}) == []
+    spec["users"][0]["shell"] = "/usr/sbin/nologin-not"
+    assert hs.judge(spec, {}, {}) == [f"user {ME} has shell {me.pw_shell}, not /usr/sbin/nologin-not"]
+    spec["users"][0].update(shell=me.pw_shell, home="/nowhere")
+    assert hs.judge(spec, {}, {}) == [f"user {ME} has home {me.pw_dir}, not /nowhere"]
+    spec["users"][0].update(home=me.pw_dir, group="no-such-group-x")
+    assert hs.judge(spec, {}, {}) == [f"user {ME} has primary group {grp.getgrgid(me.pw_gid).gr_name}, not no-such-group-x"]
+    assert hs.judge({"users": [{"name": "no-such-user-x"}], "groups": [{"name": "no-such-group-x"}]}, {}, {}) == [
+        "group no-such-group-x is missing", "user no-such-user-x is missing"]
