@@ -12,10 +12,12 @@ absent, as a directory, or as a symbolic link to a target. A package is wanted i
 and held, when asked), or installed only when the configured repositories offer it. A set of packages may be
 named by a regular expression: every installed package it matches must be at the version and held. A unit is
 wanted enabled and, when asked, active. A group is wanted present; a user present, with its primary group, home
-and shell.
+and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
+matches.
 """
 from __future__ import annotations
 
+import glob
 import grp
 import hashlib
 import os
@@ -52,6 +54,8 @@ def judge_package(name, want, installed, offered=None):
     otherwise.
     """
     have = installed.get(name)
+    if want.get("state") == "absent":
+        return [f"package {name} is installed"] if have is not None and have["state"] in INSTALLED else []
     if have is None or have["state"] not in INSTALLED:
         if want.get("state", "present") == "offered":
             if offered is None or not offered(name, want.get("version")):
@@ -161,6 +165,27 @@ def judge_file(want):
     return diffs + _owner_group_mode(path, st, want)
 
 
+def judge_absent_lines(want):
+    """Differences of want = {paths (glob patterns), regex, except (paths)}: no file the patterns name, other
+    than the excepted ones, has a line that the regular expression matches at its start (as the find module's
+    ``contains`` tests each line). A file that cannot be read counts as a difference."""
+    prog = re.compile(want["regex"])
+    skip = set(want.get("except") or [])
+    diffs = []
+    for path in sorted({p for pattern in want["paths"] for p in glob.glob(pattern)}):
+        if path in skip or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                hit = any(prog.match(line) for line in fh)
+        except OSError as exc:
+            diffs.append(f"{path} cannot be read ({exc.strerror})")
+            continue
+        if hit:
+            diffs.append(f"{path} has a line matching {want['regex']}")
+    return diffs
+
+
 def parse_systemctl_show(text):
     """``systemctl show -p Id,LoadState,ActiveState,UnitFileState,NeedDaemonReload UNIT...``: {Id: {property: value}}."""
     units, cur = {}, {}
@@ -225,7 +250,7 @@ def judge_user(want):
 
 
 def judge(spec, installed, units, offered=None):
-    """Every difference between the host and spec = {groups, users, files, packages, patterns, units} (as above)."""
+    """Every difference between the host and spec = {groups, users, files, packages, patterns, units, absent_lines}."""
     diffs = []
     for want in spec.get("groups") or []:
         diffs += judge_group(want)
@@ -241,5 +266,7 @@ def judge(spec, installed, units, offered=None):
         diffs += judge_pattern(want, installed)
     for want in spec.get("units") or []:
         diffs += judge_unit(want, units)
+    for want in spec.get("absent_lines") or []:
+        diffs += judge_absent_lines(want)
     # a package named and matched by a pattern too is one difference, said once
     return list(dict.fromkeys(diffs))

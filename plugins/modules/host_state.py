@@ -101,9 +101,10 @@ options:
       state:
         description:
           - C(present), installed; C(offered), installed when the configured repositories offer it at
-            O(packages[].version) (C(apt-cache madison) answers, only for a package that is not installed).
+            O(packages[].version) (C(apt-cache madison) answers, only for a package that is not installed);
+            C(absent), not installed.
         type: str
-        choices: [present, offered]
+        choices: [present, offered, absent]
         default: present
   patterns:
     description: Sets of installed packages, each named by a regular expression; every package it matches must be as asked.
@@ -141,6 +142,26 @@ options:
       active:
         description: Whether it must be active; not compared when left out.
         type: bool
+  absent_lines:
+    description: Sets of files in which no line may match a regular expression (what a phase would remove).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      paths:
+        description: Glob patterns naming the files (directories and other non-files are left out).
+        type: list
+        elements: str
+        required: true
+      regex:
+        description: A regular expression matched at the start of each line, as the find module's C(contains) does.
+        type: str
+        required: true
+      except:
+        description: Files left out (the phase's own).
+        type: list
+        elements: str
+        default: []
 attributes:
   check_mode:
     description: Reads only; returns the same result in check mode.
@@ -182,7 +203,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 holds:
-  description: Whether every group, user, file, package and unit is as asked.
+  description: Whether every group, user, file, package, unit and line is as asked.
   returned: always
   type: bool
   sample: true
@@ -210,7 +231,7 @@ def main():
                      group=dict(type="str"), mode=dict(type="str"))
     package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
                         held=dict(type="bool", default=False),
-                        state=dict(type="str", default="present", choices=["present", "offered"]))
+                        state=dict(type="str", default="present", choices=["present", "offered", "absent"]))
     pattern_spec = dict(match=dict(type="str", required=True), exclude=dict(type="str"), version=dict(type="str"),
                         held=dict(type="bool", default=False))
     user_spec = dict(name=dict(type="str", required=True), group=dict(type="str"), home=dict(type="str"),
@@ -224,6 +245,9 @@ def main():
             packages=dict(type="list", elements="dict", default=[], options=package_spec),
             patterns=dict(type="list", elements="dict", default=[], options=pattern_spec),
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
+            absent_lines=dict(type="list", elements="dict", default=[], options=dict(
+                paths=dict(type="list", elements="str", required=True), regex=dict(type="str", required=True),
+                **{"except": dict(type="list", elements="str", default=[])})),
         ),
         supports_check_mode=True,
     )

@@ -244,3 +244,30 @@ def test_users_and_groups():
     assert hs.judge(spec, {}, {}) == [f"user {ME} has primary group {grp.getgrgid(me.pw_gid).gr_name}, not no-such-group-x"]
     assert hs.judge({"users": [{"name": "no-such-user-x"}], "groups": [{"name": "no-such-group-x"}]}, {}, {}) == [
         "group no-such-group-x is missing", "user no-such-user-x is missing"]
+
+
+def test_package_wanted_absent():
+    spec = {"packages": [{"name": ["cuda-keyring"], "state": "absent"}]}
+    assert hs.judge(spec, hs.parse_dpkg(DPKG), {}) == []
+    assert hs.judge(spec, hs.parse_dpkg(DPKG + "cuda-keyring\t1.1-1\tinstall ok installed\n"), {}) == [
+        "package cuda-keyring is installed"]
+    # removed, its configuration left: nothing of it is in use
+    assert hs.judge(spec, hs.parse_dpkg(DPKG + "cuda-keyring\t1.1-1\tdeinstall ok config-files\n"), {}) == []
+
+
+def test_absent_lines(tmp_path):
+    d = tmp_path / "sources.list.d"
+    d.mkdir()
+    (d / "nvidia-cuda.sources").write_text("URIs: https://repo/compute/cuda/repos/debian12/x86_64/\n")
+    (d / "debian.sources").write_text("URIs: http://deb.debian.org/debian\n")
+    (d / "old.list").write_text("# deb https://repo/compute/cuda/repos/debian12/x86_64/ /\n")
+    spec = {"absent_lines": [{"paths": [str(d / "*.list"), str(d / "*.sources"), str(tmp_path / "sources.list")],
+                              "regex": r"^(?!\s*#).*compute/cuda/repos/debian12/x86_64/?(\s|$)",
+                              "except": [str(d / "nvidia-cuda.sources")]}]}
+    assert hs.judge(spec, {}, {}) == []
+    (d / "old.list").write_text("deb [signed-by=/x] https://repo/compute/cuda/repos/debian12/x86_64/ /\n")
+    assert hs.judge(spec, {}, {}) == [f"{d}/old.list has a line matching {spec['absent_lines'][0]['regex']}"]
+    (d / "old.list").unlink()
+    (tmp_path / "sources.list").write_text("deb http://deb.debian.org/debian bookworm main\n"
+                                           "deb https://repo/compute/cuda/repos/debian12/x86_64 /\n")
+    assert hs.judge(spec, {}, {}) == [f"{tmp_path}/sources.list has a line matching {spec['absent_lines'][0]['regex']}"]
