@@ -195,7 +195,7 @@ def parse_systemctl_show(text):
                 units[cur["Id"]] = cur
             cur = {}
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         cur[key] = value
     return units
 

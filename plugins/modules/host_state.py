@@ -274,7 +274,7 @@ def main():
             units.setdefault(name, {"Id": name, "LoadState": "not-found"})
 
     def offered(name, version):
-        rc, out, _ = module.run_command(["apt-cache", "madison", name], environ_update={"LC_ALL": "C"})
+        rc, out, _err = module.run_command(["apt-cache", "madison", name], environ_update={"LC_ALL": "C"})
         if rc != 0:
             return False
         return any(line.split("|")[1].strip() == version for line in out.splitlines()
