@@ -210,9 +210,11 @@ def judge_unit(want, units):
     if have.get("NeedDaemonReload") == "yes":
         diffs.append(f"unit {name} changed on disk since systemd loaded it")
     if want.get("enabled") is not None:
-        # strict both ways: a static, masked or generated unit is neither, and the phase decides for itself
+        # what systemctl is-enabled answers 0 for, and nothing a task could change: enabled (and for this boot
+        # only), or static (no [Install] section: started by what needs it). Anything else (indirect, generated,
+        # masked, linked) lets the phase decide.
         state = have.get("UnitFileState")
-        if state not in (("enabled",) if want["enabled"] else ("disabled",)):
+        if state not in (("enabled", "enabled-runtime", "static") if want["enabled"] else ("disabled",)):
             diffs.append(f"unit {name} is {have.get('UnitFileState')}, not "
                          f"{'enabled' if want['enabled'] else 'disabled'}")
     if want.get("active") is not None:

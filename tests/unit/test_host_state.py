@@ -271,3 +271,10 @@ def test_absent_lines(tmp_path):
     (tmp_path / "sources.list").write_text("deb http://deb.debian.org/debian bookworm main\n"
                                            "deb https://repo/compute/cuda/repos/debian12/x86_64 /\n")
     assert hs.judge(spec, {}, {}) == [f"{tmp_path}/sources.list has a line matching {spec['absent_lines'][0]['regex']}"]
+
+
+def test_static_unit_counts_as_enabled_and_masked_does_not():
+    want = {"units": [{"name": "nvidia-persistenced.service", "enabled": True}]}
+    assert hs.judge(want, {}, hs.parse_systemctl_show(SHOW.replace("UnitFileState=enabled", "UnitFileState=static", 1))) == []
+    assert hs.judge(want, {}, hs.parse_systemctl_show(SHOW.replace("UnitFileState=enabled", "UnitFileState=masked", 1))) == [
+        "unit nvidia-persistenced.service is masked, not enabled"]
