@@ -210,11 +210,11 @@ def judge_unit(want, units):
     if have.get("NeedDaemonReload") == "yes":
         diffs.append(f"unit {name} changed on disk since systemd loaded it")
     if want.get("enabled") is not None:
-        # what systemctl is-enabled answers 0 for, and nothing a task could change: enabled (and for this boot
-        # only), or static (no [Install] section: started by what needs it). Anything else (indirect, generated,
-        # masked, linked) lets the phase decide.
+        # what ansible's systemd_service takes for enabled and leaves alone: enabled, or static (no [Install]
+        # section: started by what needs it). It enables an enabled-runtime, indirect or alias unit; anything
+        # else (generated, masked, linked) lets the phase decide too.
         state = have.get("UnitFileState")
-        if state not in (("enabled", "enabled-runtime", "static") if want["enabled"] else ("disabled",)):
+        if state not in (("enabled", "static") if want["enabled"] else ("disabled",)):
             diffs.append(f"unit {name} is {have.get('UnitFileState')}, not "
                          f"{'enabled' if want['enabled'] else 'disabled'}")
     if want.get("active") is not None:

@@ -278,3 +278,11 @@ def test_static_unit_counts_as_enabled_and_masked_does_not():
     assert hs.judge(want, {}, hs.parse_systemctl_show(SHOW.replace("UnitFileState=enabled", "UnitFileState=static", 1))) == []
     assert hs.judge(want, {}, hs.parse_systemctl_show(SHOW.replace("UnitFileState=enabled", "UnitFileState=masked", 1))) == [
         "unit nvidia-persistenced.service is masked, not enabled"]
+
+
+def test_enabled_for_this_boot_only_does_not_hold():
+    # systemd_service makes an enabled-runtime unit enabled for good: a change the phase must make
+    want = {"units": [{"name": "nvidia-persistenced.service", "enabled": True}]}
+    show = SHOW.replace("UnitFileState=enabled", "UnitFileState=enabled-runtime", 1)
+    assert hs.judge(want, {}, hs.parse_systemctl_show(show)) == [
+        "unit nvidia-persistenced.service is enabled-runtime, not enabled"]
