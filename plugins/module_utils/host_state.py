@@ -218,7 +218,10 @@ def judge_unit(want, units):
             diffs.append(f"unit {name} is {have.get('UnitFileState')}, not "
                          f"{'enabled' if want['enabled'] else 'disabled'}")
     if want.get("active") is not None:
-        active = have.get("ActiveState") == "active"
+        # started holds only when active; stopped only when nothing runs or is on its way (systemd_service stops
+        # an activating, deactivating or reloading unit too)
+        state = have.get("ActiveState")
+        active = state == "active" if want["active"] else state in ("active", "activating", "deactivating", "reloading")
         if active != bool(want["active"]):
             diffs.append(f"unit {name} is {have.get('ActiveState')}, not {'active' if want['active'] else 'inactive'}")
     return diffs

@@ -286,3 +286,11 @@ def test_enabled_for_this_boot_only_does_not_hold():
     show = SHOW.replace("UnitFileState=enabled", "UnitFileState=enabled-runtime", 1)
     assert hs.judge(want, {}, hs.parse_systemctl_show(show)) == [
         "unit nvidia-persistenced.service is enabled-runtime, not enabled"]
+
+
+def test_stopped_holds_only_when_nothing_runs():
+    want = {"units": [{"name": "nvidia-persistenced.service", "active": False}]}
+    for state, holds in (("inactive", True), ("failed", True), ("activating", False), ("deactivating", False),
+                         ("active", False)):
+        show = SHOW.replace("ActiveState=active", f"ActiveState={state}", 1)
+        assert (hs.judge(want, {}, hs.parse_systemctl_show(show)) == []) is holds, state
