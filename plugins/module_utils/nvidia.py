@@ -8,6 +8,8 @@ it is unit-tested on real captures (tests/fixtures/gpu/).
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -285,3 +287,18 @@ def gpu_shortfall(facts, needed):
     if lost:
         msg += f" On the bus but not seen by the driver: {', '.join(lost)} (fallen off the bus, or failed)."
     return msg
+
+
+def kernel_module_files(modules_root, kernel):
+    """The NVIDIA kernel modules (nvidia.ko, nvidia.ko.xz, ...) built for ``kernel`` under ``modules_root``.
+
+    None when the kernel has no module directory there (a VM or container that loads its modules from
+    elsewhere: nothing to judge), else the sorted paths, possibly none (DKMS never built for this kernel).
+    """
+    top = os.path.join(modules_root, kernel)
+    if not os.path.isdir(top):
+        return None
+    found = []
+    for dirpath, _dirs, files in os.walk(top):
+        found += [os.path.join(dirpath, f) for f in files if f == "nvidia.ko" or fnmatch.fnmatch(f, "nvidia.ko.*")]
+    return sorted(found)

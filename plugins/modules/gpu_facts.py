@@ -29,6 +29,16 @@ options:
     description: The sysfs directory listing PCI devices.
     type: path
     default: /sys/bus/pci/devices
+  kernel_modules:
+    description:
+      - Also report the running kernel (RV(kernel)) and the NVIDIA kernel modules built for it under
+        O(kernel_modules_root) (RV(kernel_module_files)), in the same round trip.
+    type: bool
+    default: false
+  kernel_modules_root:
+    description: Where each kernel's modules are, in a directory named for its release.
+    type: path
+    default: /lib/modules
 attributes:
   check_mode:
     description: Can run in check mode and return the same result as without it.
@@ -129,6 +139,19 @@ ansible_facts:
           type: list
           elements: dict
           sample: [{pci_bus_id: "0000:01:00.0", pci_device_id: "0x2BB5"}]
+kernel:
+  description: The running kernel's release (C(uname -r)), with O(kernel_modules).
+  returned: when O(kernel_modules) is true
+  type: str
+  sample: 6.1.0-41-amd64
+kernel_module_files:
+  description:
+    - The NVIDIA kernel modules (C(nvidia.ko), C(nvidia.ko.xz), ...) built for the running kernel, with O(kernel_modules).
+    - Null when the kernel has no module directory on the host (a VM or container that loads its modules from elsewhere).
+  returned: when O(kernel_modules) is true
+  type: list
+  elements: str
+  sample: [/lib/modules/6.1.0-41-amd64/updates/dkms/nvidia.ko.xz]
 """
 
 import os
@@ -194,10 +217,17 @@ def main():
             nvidia_smi=dict(type="path"),
             proc_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
             sysfs_pci_path=dict(type="path", default="/sys/bus/pci/devices"),
+            kernel_modules=dict(type="bool", default=False),
+            kernel_modules_root=dict(type="path", default="/lib/modules"),
         ),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module)})
+    extra = {}
+    if module.params["kernel_modules"]:
+        kernel = os.uname().release
+        extra = {"kernel": kernel,
+                 "kernel_module_files": nvidia.kernel_module_files(module.params["kernel_modules_root"], kernel)}
+    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module)}, **extra)
 
 
 if __name__ == "__main__":

@@ -120,3 +120,29 @@ def test_gpu_facts_query_captured_on_the_device_h200():
     assert len(gpus) == 1
     assert gpus[0]["compute_capability"] == "9.0" and gpus[0]["pci_device_id"] == "0x2335"
     assert gpus[0]["driver_version"] == "580.159.04"
+
+
+def test_kernel_module_files_for_the_running_kernel(tmp_path):
+    from ansible_collections.blackwell.serving.plugins.module_utils.nvidia import kernel_module_files
+    assert kernel_module_files(str(tmp_path), "6.1.0-41-amd64") is None
+    dkms = tmp_path / "6.1.0-41-amd64" / "updates" / "dkms"
+    dkms.mkdir(parents=True)
+    assert kernel_module_files(str(tmp_path), "6.1.0-41-amd64") == []
+    for name in ("nvidia.ko.xz", "nvidia-uvm.ko.xz", "nvidia.ko", "nvidia.kox"):
+        (dkms / name).write_text("")
+    assert kernel_module_files(str(tmp_path), "6.1.0-41-amd64") == [str(dkms / "nvidia.ko"), str(dkms / "nvidia.ko.xz")]
+
+
+def test_gpu_facts_reports_the_kernel_and_its_modules_when_asked(tmp_path):
+    import os
+    from modrun import run_module
+    kernel = os.uname().release
+    (tmp_path / kernel / "kernel").mkdir(parents=True)
+    (tmp_path / kernel / "kernel" / "nvidia.ko.zst").write_text("")
+    args = {"nvidia_smi": str(tmp_path / "no-smi"), "proc_version_path": str(tmp_path / "no-proc"),
+            "sysfs_pci_path": str(tmp_path / "no-pci")}
+    got = run_module("gpu_facts", dict(args, kernel_modules=True, kernel_modules_root=str(tmp_path)))
+    assert got["kernel"] == kernel
+    assert got["kernel_module_files"] == [str(tmp_path / kernel / "kernel" / "nvidia.ko.zst")]
+    assert got["ansible_facts"]["nvidia_gpu"]["state"] == "no_nvidia_smi"
+    assert "kernel" not in run_module("gpu_facts", args)

@@ -1,0 +1,277 @@
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Judge whether what a role's phase would change on a host already holds.
+
+Pure functions, no Ansible imports: the module ``host_state`` reads the host (one ``dpkg-query`` for every
+package, one ``systemctl show`` for every unit, a stat and a read per file) and calls these. A phase may be
+skipped only when every thing it would change is as the phase would leave it, so each judge here lists every
+difference it finds, and the phase holds only when the list is empty.
+
+A file is wanted with its exact content, owner, group and mode (what a template or copy task would write), as
+absent, as a directory, or as a symbolic link to a target. A package is wanted installed (at an exact version,
+and held, when asked), or installed only when the configured repositories offer it. A set of packages may be
+named by a regular expression: every installed package it matches must be at the version and held. A unit is
+wanted enabled and, when asked, active. A group is wanted present; a user present, with its primary group, home
+and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
+matches.
+"""
+from __future__ import annotations
+
+import glob
+import grp
+import hashlib
+import os
+import pwd
+import re
+import stat
+
+# dpkg-query's fields: the package, its version, and its status ("hold ok installed": selection, error, state)
+DPKG_FORMAT = "${binary:Package}\\t${Version}\\t${Status}\\n"
+# dpkg's states in which a package's files are on the host (what apt's state=present means)
+INSTALLED = ("installed",)
+
+
+def parse_dpkg(text):
+    """``dpkg-query -W -f DPKG_FORMAT`` output: {name: {version, selection, state}}; architecture suffixes dropped."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3 or not parts[0]:
+            continue
+        name = parts[0].split(":", 1)[0]
+        status = parts[2].split()
+        if len(status) != 3:
+            continue
+        out[name] = {"version": parts[1], "selection": status[0], "state": status[2]}
+    return out
+
+
+def judge_package(name, want, installed, offered=None):
+    """Differences of one wanted package: want = {version (exact, or None), held (bool), state: present|offered}.
+
+    ``offered`` answers, for a package that is not installed and wanted only when offered, whether the
+    repositories offer it at the wanted version (a callable taking the name and version); it is not asked
+    otherwise.
+    """
+    have = installed.get(name)
+    if want.get("state") == "absent":
+        return [f"package {name} is installed"] if have is not None and have["state"] in INSTALLED else []
+    if have is None or have["state"] not in INSTALLED:
+        if want.get("state", "present") == "offered":
+            if offered is None or not offered(name, want.get("version")):
+                return []
+            return [f"package {name} is offered and not installed"]
+        return [f"package {name} is not installed"]
+    diffs = []
+    if want.get("version") and have["version"] != want["version"]:
+        diffs.append(f"package {name} is at {have['version']}, not {want['version']}")
+    if want.get("held") and have["selection"] != "hold":
+        diffs.append(f"package {name} is not held ({have['selection']})")
+    return diffs
+
+
+def judge_pattern(want, installed):
+    """Differences of every installed package matched by want = {match, exclude, version, held}."""
+    match = re.compile(want["match"])
+    exclude = re.compile(want["exclude"]) if want.get("exclude") else None
+    diffs = []
+    for name in sorted(installed):
+        if installed[name]["state"] not in INSTALLED or not match.search(name):
+            continue
+        if exclude is not None and exclude.search(name):
+            continue
+        diffs += judge_package(name, {"version": want.get("version"), "held": want.get("held")}, installed)
+    return diffs
+
+
+def matching(patterns, installed):
+    """The installed packages any pattern matches (less its exclusions): {name: version}."""
+    out = {}
+    for want in patterns:
+        match = re.compile(want["match"])
+        exclude = re.compile(want["exclude"]) if want.get("exclude") else None
+        for name, have in installed.items():
+            if have["state"] in INSTALLED and match.search(name) and not (exclude and exclude.search(name)):
+                out[name] = have["version"]
+    return out
+
+
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
+def _owner_group_mode(path, st, want):
+    diffs = []
+    if want.get("owner") is not None:
+        owner = _user_name(st.st_uid)
+        if owner != want["owner"]:
+            diffs.append(f"{path} is owned by {owner}, not {want['owner']}")
+    if want.get("group") is not None:
+        group = _group_name(st.st_gid)
+        if group != want["group"]:
+            diffs.append(f"{path} has group {group}, not {want['group']}")
+    if want.get("mode") is not None:
+        mode = stat.S_IMODE(st.st_mode)
+        if mode != int(str(want["mode"]), 8):
+            diffs.append(f"{path} has mode {mode:04o}, not {want['mode']}")
+    return diffs
+
+
+def judge_file(want):
+    """Differences of one path: want = {path, state: file|absent|directory|link|exists, content, src, owner, group, mode}.
+
+    ``state: file`` compares the content byte for byte (as a SHA-256) when ``content`` is given; a link is
+    judged by its target as written (``src``), never followed.
+    """
+    path = want["path"]
+    state = want.get("state", "file")
+    if state == "exists":
+        # what a command's creates= tests: the path, its links followed, is there
+        return [] if os.path.exists(path) else [f"{path} is missing"]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return [] if state == "absent" else [f"{path} is missing"]
+    if state == "absent":
+        return [f"{path} exists"]
+    if state == "link":
+        if not stat.S_ISLNK(st.st_mode):
+            return [f"{path} is not a symbolic link"]
+        target = os.readlink(path)
+        diffs = [] if target == want["src"] else [f"{path} points at {target}, not {want['src']}"]
+        return diffs + _owner_group_mode(path, st, {k: want.get(k) for k in ("owner", "group")})
+    if state == "directory":
+        if not stat.S_ISDIR(st.st_mode):
+            return [f"{path} is not a directory"]
+        return _owner_group_mode(path, st, want)
+    if not stat.S_ISREG(st.st_mode):
+        return [f"{path} is not a regular file"]
+    diffs = []
+    if want.get("content") is not None:
+        with open(path, "rb") as fh:
+            have = hashlib.sha256(fh.read()).hexdigest()
+        if have != hashlib.sha256(want["content"].encode("utf-8")).hexdigest():
+            diffs.append(f"{path} differs in content")
+    return diffs + _owner_group_mode(path, st, want)
+
+
+def judge_absent_lines(want):
+    """Differences of want = {paths (glob patterns), regex, except (paths)}: no file the patterns name, other
+    than the excepted ones, has a line that the regular expression matches at its start (as the find module's
+    ``contains`` tests each line). A file that cannot be read counts as a difference."""
+    prog = re.compile(want["regex"])
+    skip = set(want.get("except") or [])
+    diffs = []
+    for path in sorted({p for pattern in want["paths"] for p in glob.glob(pattern)}):
+        if path in skip or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                hit = any(prog.match(line) for line in fh)
+        except OSError as exc:
+            diffs.append(f"{path} cannot be read ({exc.strerror})")
+            continue
+        if hit:
+            diffs.append(f"{path} has a line matching {want['regex']}")
+    return diffs
+
+
+def parse_systemctl_show(text):
+    """``systemctl show -p Id,LoadState,ActiveState,UnitFileState,NeedDaemonReload UNIT...``: {Id: {property: value}}."""
+    units, cur = {}, {}
+    for line in text.splitlines() + [""]:
+        if not line.strip():
+            if cur.get("Id"):
+                units[cur["Id"]] = cur
+            cur = {}
+            continue
+        key, _sep, value = line.partition("=")
+        cur[key] = value
+    return units
+
+
+def judge_unit(want, units):
+    """Differences of one unit: want = {name, enabled (bool), active (bool or None: either)}."""
+    name = want["name"]
+    have = units.get(name)
+    if have is None or have.get("LoadState") != "loaded":
+        return [f"unit {name} is not loaded ({(have or {}).get('LoadState', 'unknown')})"]
+    diffs = []
+    if have.get("NeedDaemonReload") == "yes":
+        diffs.append(f"unit {name} changed on disk since systemd loaded it")
+    if want.get("enabled") is not None:
+        # what ansible's systemd_service takes for enabled and leaves alone: enabled, or static (no [Install]
+        # section: started by what needs it). It enables an enabled-runtime, indirect or alias unit; anything
+        # else (generated, masked, linked) lets the phase decide too.
+        state = have.get("UnitFileState")
+        if state not in (("enabled", "static") if want["enabled"] else ("disabled",)):
+            diffs.append(f"unit {name} is {have.get('UnitFileState')}, not "
+                         f"{'enabled' if want['enabled'] else 'disabled'}")
+    if want.get("active") is not None:
+        # started holds only when active; stopped only when nothing runs or is on its way (systemd_service stops
+        # an activating, deactivating or reloading unit too)
+        state = have.get("ActiveState")
+        active = state == "active" if want["active"] else state in ("active", "activating", "deactivating", "reloading")
+        if active != bool(want["active"]):
+            diffs.append(f"unit {name} is {have.get('ActiveState')}, not {'active' if want['active'] else 'inactive'}")
+    return diffs
+
+
+def judge_group(want):
+    """Differences of one group: want = {name}: it exists."""
+    try:
+        grp.getgrnam(want["name"])
+    except KeyError:
+        return [f"group {want['name']} is missing"]
+    return []
+
+
+def judge_user(want):
+    """Differences of one user: want = {name, group, home, shell}; each but the name compared when given."""
+    try:
+        pw = pwd.getpwnam(want["name"])
+    except KeyError:
+        return [f"user {want['name']} is missing"]
+    diffs = []
+    if want.get("group") is not None:
+        group = _group_name(pw.pw_gid)
+        if group != want["group"]:
+            diffs.append(f"user {want['name']} has primary group {group}, not {want['group']}")
+    if want.get("home") is not None and pw.pw_dir != want["home"]:
+        diffs.append(f"user {want['name']} has home {pw.pw_dir}, not {want['home']}")
+    if want.get("shell") is not None and pw.pw_shell != want["shell"]:
+        diffs.append(f"user {want['name']} has shell {pw.pw_shell}, not {want['shell']}")
+    return diffs
+
+
+def judge(spec, installed, units, offered=None):
+    """Every difference between the host and spec = {groups, users, files, packages, patterns, units, absent_lines}."""
+    diffs = []
+    for want in spec.get("groups") or []:
+        diffs += judge_group(want)
+    for want in spec.get("users") or []:
+        diffs += judge_user(want)
+    for want in spec.get("files") or []:
+        diffs += judge_file(want)
+    for want in spec.get("packages") or []:
+        # one entry may name several packages wanted the same way
+        for name in want["name"] if isinstance(want["name"], list) else [want["name"]]:
+            diffs += judge_package(name, want, installed, offered)
+    for want in spec.get("patterns") or []:
+        diffs += judge_pattern(want, installed)
+    for want in spec.get("units") or []:
+        diffs += judge_unit(want, units)
+    for want in spec.get("absent_lines") or []:
+        diffs += judge_absent_lines(want)
+    # a package named and matched by a pattern too is one difference, said once
+    return list(dict.fromkeys(diffs))
