@@ -47,6 +47,7 @@ KNOWN = {
     ("nvidia_driver_version", "lab/aptrepo.py"): "the lab's apt repository offers this release (and others)",
     ("nvidia_driver_version", "lab/standins/nvidia_smi.py"): "the nvidia-smi stand-in's default driver",
     ("nvidia_driver_version", "plugins/modules/gpu_facts.py"): "RETURN samples (documentation)",
+    ("cuda_toolkit_version", "plugins/modules/host_state.py"): "EXAMPLES and RETURN samples (documentation)",
     ("nvidia_driver_version", "roles/nvidia_driver/tasks/validate.yml"): "an example in an error message",
     ("nvidia_driver_version", "molecule/nvidia_driver/verify.yml"): "Molecule asserts the packages installed",
     ("nvidia_driver_version", "molecule/nvidia_upstream/verify.yml"): "Molecule asserts the packages installed",
