@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,8 +326,9 @@ def build(www: Path) -> Path:
     if repo.exists():
         shutil.rmtree(repo)
     repo.mkdir(parents=True)
-    scratch = paths.sub("scratch")
-    debs = [build_deb(d, repo, scratch) for d in all_debs(keyring.public_binary())]
+    # a scratch directory of this build's own: two builds at once (two test workers) never share a stage
+    with tempfile.TemporaryDirectory(dir=paths.sub("scratch")) as scratch:
+        debs = [build_deb(d, repo, Path(scratch)) for d in all_debs(keyring.public_binary())]
     packages = packages_index(debs, repo)
     (repo / "Packages").write_bytes(packages)
     (repo / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))

@@ -105,7 +105,7 @@ def parallel(pytest_args: list[str]) -> list[str]:
         raise LabError(f"{TEST_WORKERS} must be a number of workers (0: no parallel run), found {workers!r}")
     if int(workers) < 2:
         return []
-    return ["-n", workers, "--dist", "loadgroup", "-v"]
+    return ["-n", workers, "-v"]
 
 
 def cmd_test(args: argparse.Namespace) -> int:

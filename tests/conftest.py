@@ -1,8 +1,7 @@
 """Shared test set-up: the repository and its collection on sys.path."""
+import importlib.util
 import sys
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -12,17 +11,32 @@ for p in (REPO, REPO / ".collections"):
         sys.path.insert(0, str(p))
 
 
-# `python3 -m lab test` runs the tests in two workers (pytest-xdist, --dist loadgroup). The tests that drive the
-# SSH lab hosts share them (lab-gpu-1 is converged once and reused, in file order), so they run as one group on
-# one worker; the Molecule scenarios, each in its own container, run as another group beside them; everything
-# else (unit tests, lint, sanity, the resolution check) fills in where a worker is free.
+# `python3 -m lab test` runs the tests in two workers (pytest-xdist). The tests that drive the SSH lab hosts share
+# them (lab-gpu-1 is converged once and reused, in file order), so they are one unit of work for one worker; the
+# Molecule scenarios, each in its own container, are another, run beside them; every other test module (unit
+# tests, lint, sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt
+# repository, a started stand-in) are made once and never by two workers at the same time. (xdist's own
+# --dist loadgroup cannot do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
 LAB_HOST_TESTS = {"test_site_lab.py", "test_site_lab_faults.py", "test_site_lab_fleet.py", "test_sm120_module.py",
                   "test_verify_lab.py"}
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.name == "test_molecule.py":
-            item.add_marker(pytest.mark.xdist_group("molecule"))
-        elif item.path.name in LAB_HOST_TESTS:
-            item.add_marker(pytest.mark.xdist_group("lab-hosts"))
+def work_unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    if name == "test_molecule.py":
+        return "molecule"
+    if name in LAB_HOST_TESTS:
+        return "lab-hosts"
+    return path
+
+
+if importlib.util.find_spec("xdist"):
+    def pytest_xdist_make_scheduler(config, log):
+        from xdist.scheduler import LoadScopeScheduling
+
+        class LabScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid):
+                return work_unit(nodeid)
+
+        return LabScheduling(config, log)
