@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Copyright: blackwell.serving contributors
 # Apache License 2.0 (see galaxy.yml)
 """The site's model cache: serves verified revisions to the site's servers as the Hub serves them.
