@@ -8,8 +8,15 @@ headers the client reads (``X-Repo-Commit``, ``ETag``, ``X-Linked-Etag``,
 is gated: every request needs ``Authorization: Bearer TOKEN``, as a gated or
 private repository on the Hub does, so that the lab proves the token is
 passed. Files are sent at a bounded rate so that a download lasts long
-enough to show progress. ``/_lab/stats`` counts the bytes sent per file
-(a resumed download asks only for what is missing).
+enough to show progress; ``/_lab/rate?bytes_per_s=N`` changes that rate (the
+slowed mode of benchmarks/time_to_serving.py). ``/_lab/stats`` counts the bytes
+sent per file and in all (a resumed download asks only for what is missing; a
+site cache makes the fleet's whole egress one copy); ``/_lab/reset`` zeroes it.
+
+Two revisions are served: the one the lab pins (``HUB.sha``) and a later one
+(``HUB.next_sha``) whose shards are the same and whose generation config
+changed, as a model repository's small fix does: a re-pin of the model
+revision in the lab fleet moves to it.
 
 The model is written for the lab: a config that names GLM-5's architecture
 and model type, a tokenizer stub and three small safetensors shards of
@@ -82,7 +89,8 @@ def _safetensors(name: str, nbytes: int, seed: int) -> bytes:
     return struct.pack("<Q", len(header)) + header + rng.randbytes(nbytes)
 
 
-def model_files() -> list[RepoFile]:
+def model_files(later: bool = False) -> list[RepoFile]:
+    """The files of the pinned revision, or with ``later`` those of the revision after it."""
     shards = {f"model-{i:05d}-of-{SHARDS:05d}.safetensors": f"model.layers.{i - 1}.lab_weight"
               for i in range(1, SHARDS + 1)}
     weight_map = {tensor: shard for shard, tensor in shards.items()}
@@ -99,7 +107,8 @@ def model_files() -> list[RepoFile]:
         "README.md": "# GLM-5-NVFP4 (lab stand-in)\n\nSynthetic files shaped like the model repository, "
                      "written for the blackwell.serving lab.\n",
         "config.json": json.dumps(config, indent=2) + "\n",
-        "generation_config.json": json.dumps({"eos_token_id": [154820], "temperature": 1.0}, indent=2) + "\n",
+        "generation_config.json": json.dumps({"eos_token_id": [154820], "temperature": 0.7 if later else 1.0},
+                                             indent=2) + "\n",
         "tokenizer_config.json": json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
                                              "model_max_length": 202752}, indent=2) + "\n",
         "model.safetensors.index.json": json.dumps({"metadata": {"total_size": SHARDS * SHARD_BYTES},
@@ -125,12 +134,17 @@ class Hub:
     def __init__(self) -> None:
         self.files = {f.path: f for f in model_files()}
         self.sha = revision(list(self.files.values()))
+        later = {f.path: f for f in model_files(later=True)}
+        self.next_sha = revision(list(later.values()))
+        self.revisions = {self.sha: self.files, self.next_sha: later, "main": self.files}
         self.sent: dict[str, int] = {}
+        self.sent_total = 0
         self.lock = threading.Lock()
 
     def count(self, path: str, n: int) -> None:
         with self.lock:
             self.sent[path] = self.sent.get(path, 0) + n
+            self.sent_total += n
 
 
 HUB = Hub()
@@ -152,13 +166,23 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
         if not head:
             h.wfile.write(data)
 
+    global RATE_BYTES_PER_S
     if path == "/_lab/stats":
         with HUB.lock:
-            return reply(200, {"revision": HUB.sha, "sent": dict(HUB.sent)})
+            return reply(200, {"revision": HUB.sha, "next_revision": HUB.next_sha, "sent": dict(HUB.sent),
+                               "sent_total": HUB.sent_total, "one_copy": sum(len(f.data) for f in HUB.files.values()),
+                               "bytes_per_s": RATE_BYTES_PER_S})
     if path == "/_lab/reset":
         with HUB.lock:
             HUB.sent.clear()
+            HUB.sent_total = 0
         return reply(200, {"reset": True})
+    if path == "/_lab/rate":
+        query = dict(q.split("=", 1) for q in url.query.split("&") if "=" in q)
+        if not query.get("bytes_per_s", "").isdigit() or int(query["bytes_per_s"]) <= 0:
+            return reply(400, {"error": "give ?bytes_per_s=N, N > 0"})
+        RATE_BYTES_PER_S = int(query["bytes_per_s"])
+        return reply(200, {"bytes_per_s": RATE_BYTES_PER_S})
     if h.headers.get("Authorization") != f"Bearer {TOKEN}":
         return reply(401, {"error": f"Access to model {REPO_ID} is restricted. You must have access to it "
                                     "and be authenticated to access it."},
@@ -169,20 +193,22 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
         rest = path[len(api):]
         kind, _, rev_and_path = rest.partition("/")
         rev, _, sub = rev_and_path.partition("/")
-        if rev not in (HUB.sha, "main"):
+        if rev not in HUB.revisions:
             return reply(404, {"error": f"Invalid rev id: {rev}"},
                          {"X-Error-Code": "RevisionNotFound", "X-Error-Message": "Invalid rev id"})
+        files = HUB.revisions[rev]
+        sha = HUB.sha if rev == "main" else rev
         if kind == "revision":
             siblings = [{"rfilename": f.path, "size": len(f.data), "blobId": f.git_oid,
-                         **({"lfs": f.tree_entry()["lfs"]} if f.lfs else {})} for f in HUB.files.values()]
-            return reply(200, {"_id": "lab", "id": REPO_ID, "modelId": REPO_ID, "sha": HUB.sha, "private": False,
+                         **({"lfs": f.tree_entry()["lfs"]} if f.lfs else {})} for f in files.values()]
+            return reply(200, {"_id": "lab", "id": REPO_ID, "modelId": REPO_ID, "sha": sha, "private": False,
                                "gated": "manual", "disabled": False, "downloads": 0, "likes": 0, "tags": [],
                                "library_name": "transformers", "lastModified": "2026-03-01T00:00:00.000Z",
                                "createdAt": "2026-02-20T00:00:00.000Z", "siblings": siblings,
-                               "usedStorage": sum(len(f.data) for f in HUB.files.values())})
+                               "usedStorage": sum(len(f.data) for f in files.values())})
         if kind == "tree":
             prefix = sub.strip("/")
-            entries = [f.tree_entry() for f in HUB.files.values()
+            entries = [f.tree_entry() for f in files.values()
                        if not prefix or f.path.startswith(prefix + "/")]
             return reply(200, entries)
         return reply(404, {"error": f"not found: {path}"})
@@ -190,9 +216,10 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
     resolve = f"/{REPO_ID}/resolve/"
     if path.startswith(resolve):
         rev, _, fpath = path[len(resolve):].partition("/")
-        if rev not in (HUB.sha, "main"):
+        if rev not in HUB.revisions:
             return reply(404, {"error": f"Invalid rev id: {rev}"}, {"X-Error-Code": "RevisionNotFound"})
-        f = HUB.files.get(fpath)
+        sha = HUB.sha if rev == "main" else rev
+        f = HUB.revisions[rev].get(fpath)
         if f is None:
             return reply(404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"})
         start, end = 0, len(f.data) - 1
@@ -206,7 +233,7 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
         body = f.data[start:end + 1]
         h.send_response(code)
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(body)),
-                   "Accept-Ranges": "bytes", "X-Repo-Commit": HUB.sha, "ETag": f'"{f.etag}"'}
+                   "Accept-Ranges": "bytes", "X-Repo-Commit": sha, "ETag": f'"{f.etag}"'}
         if f.lfs:
             headers.update({"X-Linked-Etag": f'"{f.sha256}"', "X-Linked-Size": str(len(f.data))})
         if code == 206:

@@ -8,11 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
 
 import pytest
 
 from helpers import REPO, needs_lab, recap, run
-from lab import hosts, paths, sglang_repo
+from lab import engine, hosts, hub, paths, serve, sglang_repo
 
 FLEET = REPO / "inventories" / "lab-fleet"
 SITE = REPO / "playbooks" / "site.yml"
@@ -32,6 +35,65 @@ def fleet_playbook(*args, env=None, timeout=1800):
 
 def commits():
     return sglang_repo.build(paths.sub("git"))
+
+
+def hub_stats(reset=False):
+    """The Hub stand-in's count of what it sent (lab/hub.py), reset first on request."""
+    base = f"http://{engine.bridge_gateway()}:{serve.HTTP_PORT}{hub.PREFIX}/_lab"
+    if reset:
+        urllib.request.urlopen(f"{base}/reset", timeout=10).read()
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def model_link(host):
+    out = subprocess.run(["docker", "exec", hosts.container(host), "readlink", "/srv/models/GLM-5-NVFP4"],
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def marker_time(host, revision):
+    """When the host recorded the revision verified (its marker's modification time), seconds since the epoch."""
+    out = subprocess.run(["docker", "exec", hosts.container(host), "stat", "-c", "%Y",
+                          f"/srv/models/GLM-5-NVFP4.revisions/{revision}/.blackwell-snapshot.json"],
+                         capture_output=True, text=True)
+    return int(out.stdout.strip()) if out.returncode == 0 else None
+
+
+class RouterWatch:
+    """Polls the router's /workers and keeps, per server, the intervals it was out of the router."""
+
+    def __init__(self):
+        self.url = f"http://{hosts.address(ROUTER)}:30000/workers"
+        self.servers = {h: f"http://{hosts.address(h)}:30000" for h in SERVERS}
+        self.out = {h: [] for h in SERVERS}
+        self.since = {}
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            try:
+                req = urllib.request.Request(self.url, headers={"Authorization": f"Bearer {API_KEY}"})
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    workers = json.loads(r.read()).get("workers", [])
+            except (OSError, ValueError):
+                time.sleep(0.2)
+                continue
+            now = time.time()
+            present = {w.get("url", "").rstrip("/") for w in workers}
+            for h, url in self.servers.items():
+                if url not in present and h not in self.since:
+                    self.since[h] = now
+                elif url in present and h in self.since:
+                    self.out[h].append((self.since.pop(h), now))
+            time.sleep(0.2)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join(timeout=10)
+        return self.out
 
 
 def current_release(host):
@@ -61,7 +123,9 @@ class Load:
 def fleet():
     image = os.environ["BLACKWELL_LAB_IMAGE"]
     hosts.start("lab-gpu-1", image)
-    first = fleet_playbook(SITE, "--limit", "lab-gpu-1", "-e", "nvidia_driver_reboot=true")
+    # the first host alone, from the Hub (its cache host is not up yet): the others start from its snapshot
+    first = fleet_playbook(SITE, "--limit", "lab-gpu-1", "-e", "nvidia_driver_reboot=true",
+                           "-e", "model_weights_cache_url=")
     assert first.returncode == 0, "site.yml failed on lab-gpu-1 (output above)"
     tag = hosts.snapshot("lab-gpu-1", SNAPSHOT)
     for h in SERVERS[1:]:
@@ -116,20 +180,45 @@ def test_bad_batch_size_stops_before_anything_changes(fleet):
 
 
 def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
+    """sglang's commit and the model's revision re-pinned together, under load: the new release and revision are
+    staged beside the ones in service before each host leaves the router; the Hub sends the fleet one copy of the
+    new revision (the site cache on lab-router-1 fetches it, the servers fetch from it)."""
     new = commits()["fp4_cudnn_default"]
+    later = hub.HUB.next_sha
+    one_copy = sum(len(f.data) for f in hub.model_files(later=True))
+    hub_stats(reset=True)
     load = Load(tmp_path)
-    out = fleet_playbook(REPIN, "-e", f"sglang_commit={new}")
+    watch = RouterWatch()
+    out = fleet_playbook(REPIN, "-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}")
+    outside = watch.stop()
     report = load.stop()
+    sent = hub_stats()
     assert out.returncode == 0, "repin.yml failed (output above)"
     assert report["sent"] > 100 and report["failed"] == 0, f"requests failed during the re-pin: {report['errors']}"
     for h in SERVERS:
         assert os.path.basename(current_release(h)).startswith(new[:12]), f"{h} is not on the new release"
         assert any(k.startswith(f"{h}:") and new[:12] in k for k in report["served_by"]), \
             f"{h} served no request on the new release"
-    assert "lab-gpu-1: differs in sglang_commit: re-pinning" in out.stdout
-    again = fleet_playbook(REPIN, "-e", f"sglang_commit={new}")
+        assert model_link(h).endswith(f"/{later}"), f"{h} does not serve the model revision {later}"
+    said = [ln for ln in out.stdout.splitlines() if "lab-gpu-1: differs in" in ln]
+    assert said and "sglang_commit" in said[0] and "model revision" in said[0], said
+    assert sent["sent_total"] == one_copy, f"the Hub sent {sent['sent_total']} bytes, not one copy ({one_copy})"
+    figures = {}
+    for h in SERVERS:
+        assert len(outside[h]) == 1, f"{h} left the router {len(outside[h])} times: {outside[h]}"
+        left, back = outside[h][0]
+        verified = marker_time(h, later)
+        assert verified is not None and verified <= left, f"{h} left the router before its new revision was verified"
+        figures[h] = round(back - left, 1)
+    print(f"out of the router per host (s): {figures}; Hub bytes sent {sent['sent_total']} (one copy {one_copy})")
+    again = fleet_playbook(REPIN, "-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}")
     assert again.returncode == 0
     assert all(r["changed"] == 0 for r in recap(again.stdout).values()), "a re-pin to the same pins changed something"
+    # back to the stack file's revision for the tests that follow: it was kept on every host for a rollback
+    back = fleet_playbook(REPIN, "-e", f"sglang_commit={new}")
+    assert back.returncode == 0, "the re-pin back to the pinned model revision failed (output above)"
+    assert hub_stats()["sent_total"] == one_copy, "going back to the kept revision downloaded something"
+    assert all(model_link(h).endswith(f"/{hub.HUB.sha}") for h in SERVERS)
 
 
 def test_canary_failure_stops_the_rollout(fleet, tmp_path):

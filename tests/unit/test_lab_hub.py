@@ -85,3 +85,36 @@ def test_head_and_range(base):
 def test_unknown_revision_is_not_found(base):
     code, headers, _ = get(f"{base}/api/models/{hub.REPO_ID}/tree/{'0' * 40}", AUTH)
     assert code == 404 and headers.get("X-Error-Code") == "RevisionNotFound"
+
+
+def test_the_later_revision_shares_the_shards_and_differs_in_a_small_file(base, tmp_path):
+    """What the lab fleet re-pins the model to: its own manifest, its own commit, the same large files."""
+    assert hub.HUB.next_sha != hub.HUB.sha and len(hub.HUB.next_sha) == 40
+    code, _, body = get(f"{base}/api/models/{hub.REPO_ID}/tree/{hub.HUB.next_sha}?recursive=true", AUTH)
+    assert code == 200
+    later = {e["path"]: e for e in snapshot.normalise_manifest(json.loads(body))}
+    _, _, body = get(f"{base}/api/models/{hub.REPO_ID}/tree/{hub.HUB.sha}?recursive=true", AUTH)
+    pinned = {e["path"]: e for e in snapshot.normalise_manifest(json.loads(body))}
+    assert later.keys() == pinned.keys()
+    assert [p for p in later if later[p] != pinned[p]] == ["generation_config.json"]
+    code, headers, data = get(f"{base}/{hub.REPO_ID}/resolve/{hub.HUB.next_sha}/generation_config.json", AUTH)
+    assert code == 200 and headers["X-Repo-Commit"] == hub.HUB.next_sha and json.loads(data)["temperature"] == 0.7
+
+
+def test_stats_count_every_byte_sent_and_the_rate_can_be_slowed(base):
+    get(f"{base}/_lab/reset")
+    shard = next(p for p in hub.HUB.files if p.endswith(".safetensors"))
+    get(f"{base}/{hub.REPO_ID}/resolve/{hub.HUB.sha}/{shard}", {**AUTH, "Range": "bytes=0-999"})
+    get(f"{base}/{hub.REPO_ID}/resolve/{hub.HUB.sha}/config.json", AUTH)
+    _, _, body = get(f"{base}/_lab/stats")
+    stats = json.loads(body)
+    assert stats["sent"][shard] == 1000
+    assert stats["sent_total"] == 1000 + len(hub.HUB.files["config.json"].data)
+    assert stats["one_copy"] == sum(len(f.data) for f in hub.HUB.files.values())
+    before = hub.RATE_BYTES_PER_S
+    try:
+        code, _, body = get(f"{base}/_lab/rate?bytes_per_s=12345")
+        assert code == 200 and hub.RATE_BYTES_PER_S == 12345
+        assert get(f"{base}/_lab/rate?bytes_per_s=0")[0] == 400
+    finally:
+        hub.RATE_BYTES_PER_S = before
