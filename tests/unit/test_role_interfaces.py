@@ -58,3 +58,39 @@ def test_the_service_role_documents_its_outputs():
     interface = yaml.safe_load((REPO / "roles/sglang_service/tasks/interface.yml").read_text())
     for name in interface[0]["ansible.builtin.set_fact"]:
         assert f"`{name}`" in readme.split("## Outputs", 1)[1], f"{name} is not in the README's Outputs"
+
+
+def _role_text(role, parts=("tasks", "vars", "defaults", "templates")):
+    return "\n".join(f.read_text() for part in parts for f in sorted((REPO / "roles" / role / part).glob("*"))
+                     if f.is_file())
+
+
+def test_roles_that_need_a_virtual_environment_get_it_one_way():
+    """One pattern: include uv_venv with the role's own names unless this run converged that path (its output
+    uv_venv_envs), and read uv and the interpreter from that output; no fallback to a guessed binary, no assert that
+    a caller ran it first."""
+    users = [r.name for r in sorted((REPO / "roles").iterdir()) if r.name != "uv_venv" and "uv_venv" in _role_text(r.name)]
+    assert {"sglang", "model_weights", "sglang_router"} <= set(users)
+    for role in users:
+        text = _role_text(role)
+        assert not re.search(r"uv_venv_(uv|interpreter)\b", text), f"{role} reads uv_venv's role variables, not its output"
+        assert not re.search(r"uv_venv_envs[^\n]*\|\s*default\(['\"]/", text), f"{role} falls back to a guessed path"
+        includes = []
+
+        def walk(tasks):
+            for t in tasks or []:
+                if isinstance(t, dict):
+                    for key in ("block", "rescue", "always"):
+                        walk(t.get(key))
+                    inc = t.get("ansible.builtin.include_role") or {}
+                    if inc.get("name") == "blackwell.serving.uv_venv":
+                        includes.append(t)
+
+        for f in sorted((REPO / "roles" / role / "tasks").glob("*.yml")):
+            walk(yaml.safe_load(f.read_text()))
+        assert len(includes) == 1, f"{role} includes uv_venv {len(includes)} times"
+        inc = includes[0]
+        path = inc["vars"]["uv_venv_path"].strip("{} ")
+        assert inc["when"] == f"{path} not in uv_venv_envs | default({{}})", inc["when"]
+        assert {"uv_venv_user", "uv_venv_group", "uv_venv_home", "uv_venv_path"} <= set(inc["vars"])
+        assert "public" not in inc["ansible.builtin.include_role"], f"{role} needs no uv_venv variable but its output"
