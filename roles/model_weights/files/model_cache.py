@@ -118,8 +118,8 @@ def make_handler(revisions: Revisions, token: str | None):
                                                      "Hub token."}, {"X-Error-Code": "GatedRepo"}, head)
             api = f"/api/models/{repo}/"
             if path.startswith(api):
-                kind, _, rest = path[len(api):].partition("/")
-                revision, _, sub = rest.partition("/")
+                kind, _sep, rest = path[len(api):].partition("/")
+                revision, _sep, sub = rest.partition("/")
                 manifest = revisions.manifest(revision)
                 if manifest is None:
                     return self.not_found(f"Invalid rev id: {revision} (not verified on this cache)",
@@ -136,7 +136,7 @@ def make_handler(revisions: Revisions, token: str | None):
                 return self.not_found(f"not found: {path}", "EntryNotFound", head)
             resolve = f"/{repo}/resolve/"
             if path.startswith(resolve):
-                revision, _, fpath = path[len(resolve):].partition("/")
+                revision, _sep, fpath = path[len(resolve):].partition("/")
                 if revisions.manifest(revision) is None:
                     return self.not_found(f"Invalid rev id: {revision} (not verified on this cache)",
                                           "RevisionNotFound", head)
