@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from lab import cli, hosts, hub, serve  # noqa: E402
+from lab import cli, engine, hosts, hub, serve  # noqa: E402
 
 HOST = "lab-gpu-4"
 API_KEY = "lab-standin-api-key-not-a-secret"
@@ -103,7 +103,7 @@ def main() -> int:
     with cli.lab_lock():
         env = cli.up()
         env["PATH"] = f"{env['VIRTUAL_ENV']}/bin:{env['PATH']}"
-        base = f"http://127.0.0.1:{serve.HTTP_PORT}"
+        base = f"http://{engine.bridge_gateway()}:{serve.HTTP_PORT}"
         before = hub_call(base, "/_lab/stats")["bytes_per_s"]
         size = hub_call(base, "/_lab/stats")["one_copy"]
         rows = []
