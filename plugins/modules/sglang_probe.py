@@ -97,7 +97,7 @@ links:
   description: Each of O(links) with the absolute path its link resolves to, or null where it is no link.
   returned: always
   type: dict
-  sample: {/opt/sglang/current: /opt/sglang/releases/3f9fc8b84836-0f1e2d3c4b5a}
+  sample: {/opt/sglang/current: /opt/sglang/releases/0123456789ab-0f1e2d3c4b5a}
 exists:
   description: Each of O(exists), and whether it exists (links not followed).
   returned: always
@@ -107,7 +107,7 @@ packages:
   description: The environment's distributions and their versions, with O(python); empty when it did not run.
   returned: when O(python) is given
   type: dict
-  sample: {flashinfer-python: 0.6.3, transformers: 4.57.1}
+  sample: {numpy: 2.2.6, packaging: "25.0"}
 unit_state:
   description: The unit's C(ActiveState), or null when systemd did not answer.
   returned: when O(unit) is given
