@@ -13,15 +13,14 @@ description:
     the weights - the release links (O(links), resolved as M(ansible.builtin.stat) resolves them), whether
     files exist (O(exists)), the packages of a Python environment (O(python)), the state of a systemd unit
     (O(unit)), the status of each of the server's O(paths), and one chat completion (O(chat)).
-  - Each part is asked only when its option is given; each answers what it found, never fails the task (the
-    judge says what is wrong). A converged host pays one round trip instead of one per probe.
+  - Each part is asked only when its option is given (the server only with O(url)); each answers what it found,
+    never fails the task (the judge says what is wrong). A converged host pays one round trip instead of one per probe.
   - Reads only; never changes anything.
 author: blackwell.serving maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - blackwell.serving.sglang_api
 options:
   url:
-    description: The sglang server's base address, for example C(http://127.0.0.1:30000); empty to ask no server.
     default: ""
   timeout:
     description: Seconds to wait for each of O(paths).
