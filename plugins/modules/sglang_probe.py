@@ -39,6 +39,29 @@ options:
     description: Seconds to wait for the chat completion.
     type: int
     default: 300
+  fingerprint:
+    description:
+      - Also take the server's greedy fingerprint, as M(blackwell.serving.sglang_fingerprint) takes it (the same
+        requests to C(/generate), one prompt at a time); none when left out.
+    type: dict
+    suboptions:
+      prompts:
+        description: O(blackwell.serving.sglang_fingerprint#module:prompts).
+        type: list
+        elements: str
+        required: true
+      max_new_tokens:
+        description: O(blackwell.serving.sglang_fingerprint#module:max_new_tokens).
+        type: int
+        default: 32
+      seed:
+        description: O(blackwell.serving.sglang_fingerprint#module:seed).
+        type: int
+        default: 1234
+      timeout:
+        description: O(blackwell.serving.sglang_fingerprint#module:timeout).
+        type: int
+        default: 120
   unit:
     description: A systemd unit whose C(ActiveState) is read; empty for none.
     type: str
@@ -67,6 +90,7 @@ attributes:
     support: none
 seealso:
   - module: blackwell.serving.sglang_health
+  - module: blackwell.serving.sglang_fingerprint
   - module: blackwell.serving.gpu_facts
   - name: sglang's HTTP endpoints
     description: C(/health), C(/get_model_info) and the OpenAI-compatible C(/v1/models) and C(/v1/chat/completions).
@@ -122,6 +146,18 @@ chat:
   returned: when O(chat) is given
   type: dict
   sample: {status: 200, content: The capital of France is Paris., finish_reason: stop}
+fingerprint:
+  description:
+    - What M(blackwell.serving.sglang_fingerprint) returns, with O(fingerprint) - the fingerprint, the requests
+      sent and the seconds they took; where a prompt got no readable answer, a message (msg) instead of the
+      fingerprint.
+  returned: when O(fingerprint) is given
+  type: dict
+  sample:
+    requests: 6
+    seconds: 0.013
+    fingerprint: {format: 1, settings: {max_new_tokens: 32, seed: 1234}, prompts: [{id: 5d41402abc4b2a76, tokens: [578],
+                  logprobs: [-0.0213], runner_up: [[264, -4.12]]}]}
 """
 
 import json
@@ -131,6 +167,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
+from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
 
 
 def ask(p, path, *, body=None, timeout):
@@ -163,6 +200,12 @@ def main():
             paths=dict(type="list", elements="str", default=[]),
             chat=dict(type="dict"),
             chat_timeout=dict(type="int", default=300),
+            fingerprint=dict(type="dict", options=dict(
+                prompts=dict(type="list", elements="str", required=True),
+                max_new_tokens=dict(type="int", default=32, no_log=False),
+                seed=dict(type="int", default=1234),
+                timeout=dict(type="int", default=120),
+            )),
             unit=dict(type="str", default=""),
             links=dict(type="list", elements="path", default=[]),
             exists=dict(type="list", elements="path", default=[]),
@@ -194,6 +237,23 @@ def main():
         if p["chat"] is not None:
             status, body = ask(p, "/v1/chat/completions", body=p["chat"], timeout=p["chat_timeout"])
             result["chat"] = probe.chat_found(status, body)
+        fpr = p["fingerprint"]
+        if fpr is not None:
+            if not fpr["prompts"] or fpr["max_new_tokens"] < 1:
+                module.fail_json(msg="a fingerprint needs at least one prompt and max_new_tokens of 1 or more")
+
+            generate = p["url"].rstrip("/") + "/generate"
+
+            def post(body):
+                # as sglang_fingerprint asks: any failure (a status, no answer, no JSON) is the take's message
+                headers = {"Content-Type": "application/json"}
+                if p["api_key"]:
+                    headers["Authorization"] = f"Bearer {p['api_key']}"
+                resp = open_url(generate, data=json.dumps(body), headers=headers, method="POST",
+                                timeout=fpr["timeout"], http_agent="blackwell.serving sglang_probe")
+                return json.loads(resp.read())
+
+            result["fingerprint"] = take(post, generate, fpr["prompts"], fpr["max_new_tokens"], fpr["seed"])
     module.exit_json(**result)
 
 

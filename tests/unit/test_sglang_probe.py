@@ -125,3 +125,32 @@ def test_unit_state(tmp_path, out, rc, expect):
     (bin_dir / "systemctl").chmod(0o755)
     r = run_module("sglang_probe", {"unit": "sglang.service"}, path_prepend=str(bin_dir))
     assert r["unit_state"] == expect
+
+
+def generate_answer(n):
+    chosen = [[-0.1, 500 + i, None] for i in range(n)]
+    tops = [[[-0.1, 500 + i, None], [-3.0, 900 + i, None]] for i in range(n)]
+    return {"text": "...", "meta_info": {"output_token_logprobs": chosen, "output_top_logprobs": tops}}
+
+
+def test_fingerprint_in_the_same_call_equals_sglang_fingerprints():
+    """The probe's fingerprint is the one sglang_fingerprint takes of the same server (the same requests)."""
+    with server({}, (200, generate_answer(4))) as (url, seen):
+        args = {"url": url, "api_key": KEY, "prompts": ["a", "b"], "max_new_tokens": 4, "seed": 7}
+        alone = run_module("sglang_fingerprint", args)
+        n = len(seen)
+        r = run_module("sglang_probe", {"url": url, "api_key": KEY,
+                                        "fingerprint": {"prompts": ["a", "b"], "max_new_tokens": 4, "seed": 7}})
+    assert not alone.get("failed") and not r.get("failed"), (alone, r)
+    assert r["fingerprint"]["fingerprint"] == alone["fingerprint"]
+    assert r["fingerprint"]["requests"] == alone["requests"] == 2
+    assert seen[n:] == seen[:n] and all(s[1] == "/generate" and s[2] == f"Bearer {KEY}" for s in seen)
+
+
+def test_a_fingerprint_without_an_answer_is_a_message_with_the_same_words():
+    url = f"http://127.0.0.1:{free_port()}"
+    args = {"url": url, "prompts": ["a"], "max_new_tokens": 2, "timeout": 5}
+    alone = run_module("sglang_fingerprint", args)
+    r = run_module("sglang_probe", {"url": url, "fingerprint": {"prompts": ["a"], "max_new_tokens": 2, "timeout": 5}})
+    assert alone["failed"] and not r.get("failed")
+    assert r["fingerprint"] == {"msg": alone["msg"], "requests": 1, "seconds": r["fingerprint"]["seconds"]}
