@@ -72,8 +72,23 @@ def playbook(env, inv, play, *extra, profile: Path | None = None):
     if "changed=0" not in proc.stdout or any(
             ln for ln in proc.stdout.splitlines() if " changed=" in ln and " changed=0 " not in ln):
         sys.stdout.write(proc.stdout[-5000:])
-        raise SystemExit(f"{play} over {inv.name} changed something: not a no-op")
+        raise SystemExit(f"{play} over {inv.name} changed something: not a no-op. Changed:\n"
+                         + "\n".join(changed_tasks(proc.stdout)))
     return took
+
+
+def changed_tasks(output: str) -> list[str]:
+    """Each task that reported changed, with its host and the lines Ansible printed for it (a diff included)."""
+    out, task, lines = [], "", []
+    for line in output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [", "PLAY [", "PLAY RECAP")):
+            task, lines = line.rstrip(" *"), []
+        elif line.startswith("changed: ["):
+            out.append(f"{task}: {line}")
+            out.extend(f"    {ln}" for ln in lines[-20:])
+        else:
+            lines.append(line)
+    return out or ["(no task printed changed: see the output above)"]
 
 
 def breakdown(rows: list[dict], top: int) -> str:
