@@ -56,7 +56,7 @@ def inventory(directory: Path, n: int) -> Path:
     return inv
 
 
-def playbook(env, inv, play, *extra, profile: Path | None = None):
+def playbook(env, inv, play, *extra, profile: Path | None = None, noop: bool = True):
     env = dict(env)
     if profile:
         env["ANSIBLE_CALLBACK_PLUGINS"] = str(REPO / "benchmarks" / "callback_plugins")
@@ -69,11 +69,26 @@ def playbook(env, inv, play, *extra, profile: Path | None = None):
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout[-5000:])
         raise SystemExit(f"{play} over {inv.name} failed")
-    if "changed=0" not in proc.stdout or any(
+    if noop and "changed=0" not in proc.stdout or noop and any(
             ln for ln in proc.stdout.splitlines() if " changed=" in ln and " changed=0 " not in ln):
         sys.stdout.write(proc.stdout[-5000:])
-        raise SystemExit(f"{play} over {inv.name} changed something: not a no-op")
+        raise SystemExit(f"{play} over {inv.name} changed something: not a no-op. Changed:\n"
+                         + "\n".join(changed_tasks(proc.stdout)))
     return took
+
+
+def changed_tasks(output: str) -> list[str]:
+    """Each task that reported changed, with its host and the lines Ansible printed for it (a diff included)."""
+    out, task, lines = [], "", []
+    for line in output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [", "PLAY [", "PLAY RECAP")):
+            task, lines = line.rstrip(" *"), []
+        elif line.startswith("changed: ["):
+            out.append(f"{task}: {line}")
+            out.extend(f"    {ln}" for ln in lines[-20:])
+        else:
+            lines.append(line)
+    return out or ["(no task printed changed: see the output above)"]
 
 
 def breakdown(rows: list[dict], top: int) -> str:
@@ -143,8 +158,9 @@ def run(args, sizes, strategies) -> int:
                 hosts.start(f"lab-gpu-{i}", tag, fresh=True)
             stat_play = tmp / "stat50.yml"
             stat_play.write_text(STAT_PLAY)
-            # one untimed pass: facts cached, SSH masters up, as in any later run
-            playbook(env, invs[fleet], site)
+            # one untimed pass: facts cached, SSH masters up, as in any later run; it may change the copies (their
+            # weights' files have other inodes and times than the snapshot's marker records: re-verified, re-recorded)
+            playbook(env, invs[fleet], site, noop=False)
             rows, profiles = [], {}
             for name in strategies:
                 for n in sizes:

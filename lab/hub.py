@@ -246,11 +246,13 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
         chunk = 256 * 1024
         for off in range(0, len(body), chunk):
             piece = body[off:off + chunk]
+            # counted before it is written: the client can have the last byte before a count after the write ran
+            HUB.count(fpath, len(piece))
             try:
                 h.wfile.write(piece)
             except (BrokenPipeError, ConnectionResetError):
+                HUB.count(fpath, -len(piece))
                 return None
-            HUB.count(fpath, len(piece))
             time.sleep(len(piece) / RATE_BYTES_PER_S)
         return None
     return reply(404, {"error": f"not found: {path}"})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 FORMAT = 1
 DEFAULT_RULE = {
@@ -87,6 +88,30 @@ def parse_generate(prompt, answer):
                 break
         runner_up.append(alt)
     return {"id": prompt_id(prompt), "tokens": tokens, "logprobs": logprobs, "runner_up": runner_up}
+
+
+def take(post, url, prompts, max_new_tokens, seed, clock=time.monotonic):
+    """Probe a server: each prompt sent with ``post(body)`` (its JSON answer, or an exception), one at a time.
+
+    Returns {fingerprint, requests, seconds}, or {msg, requests, seconds} at the first prompt without a readable
+    answer. ``url`` only names the server in the message.
+    """
+    started = clock()
+    records = []
+    for i, prompt in enumerate(prompts):
+        try:
+            answer = post(generate_request(prompt, max_new_tokens, seed))
+        except Exception as exc:  # HTTPError carries a status; a refused connection does not
+            return {"msg": f"{url}: prompt {i + 1} of {len(prompts)} got no answer: "
+                           f"{getattr(exc, 'code', '')} {getattr(exc, 'reason', exc)}".replace("  ", " "),
+                    "requests": i + 1, "seconds": round(clock() - started, 3)}
+        try:
+            records.append(parse_generate(prompt, answer))
+        except FingerprintError as exc:
+            return {"msg": f"{url}: prompt {i + 1}: {exc}", "requests": i + 1, "seconds": round(clock() - started, 3)}
+    return {"requests": len(records), "seconds": round(clock() - started, 3),
+            "fingerprint": {"format": FORMAT, "prompts": records,
+                            "settings": {"max_new_tokens": max_new_tokens, "seed": seed}}}
 
 
 def _check_record(rec):

@@ -131,7 +131,7 @@ def judge_file(want):
     """Differences of one path: want = {path, state: file|absent|directory|link|exists, content, src, owner, group, mode}.
 
     ``state: file`` compares the content byte for byte (as a SHA-256) when ``content`` is given; a link is
-    judged by its target as written (``src``), never followed.
+    judged by its target as written (``src``, any target when it is left out), never followed.
     """
     path = want["path"]
     state = want.get("state", "file")
@@ -148,7 +148,9 @@ def judge_file(want):
         if not stat.S_ISLNK(st.st_mode):
             return [f"{path} is not a symbolic link"]
         target = os.readlink(path)
-        diffs = [] if target == want["src"] else [f"{path} points at {target}, not {want['src']}"]
+        # no src: any target (a link another phase switches); the path must still be a link
+        diffs = [] if want.get("src") is None or target == want["src"] else [
+            f"{path} points at {target}, not {want['src']}"]
         return diffs + _owner_group_mode(path, st, {k: want.get(k) for k in ("owner", "group")})
     if state == "directory":
         if not stat.S_ISDIR(st.st_mode):

@@ -39,6 +39,11 @@ options:
     description: Where each kernel's modules are, in a directory named for its release.
     type: path
     default: /lib/modules
+  nvcc:
+    description:
+      - Also ask this C(nvcc) its release and build (RV(nvcc)), in the same round trip.
+    type: path
+    version_added: 0.4.0
 attributes:
   check_mode:
     description: Can run in check mode and return the same result as without it.
@@ -152,6 +157,11 @@ kernel_module_files:
   type: list
   elements: str
   sample: [/lib/modules/6.1.0-41-amd64/updates/dkms/nvidia.ko.xz]
+nvcc:
+  description: The CUDA release and build O(nvcc) reports, or null where it does not run or answers otherwise.
+  returned: when O(nvcc) is given
+  type: dict
+  sample: {release: "13.0", version: 13.0.88}
 """
 
 import os
@@ -219,6 +229,7 @@ def main():
             sysfs_pci_path=dict(type="path", default="/sys/bus/pci/devices"),
             kernel_modules=dict(type="bool", default=False),
             kernel_modules_root=dict(type="path", default="/lib/modules"),
+            nvcc=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -227,6 +238,10 @@ def main():
         kernel = os.uname().release
         extra = {"kernel": kernel,
                  "kernel_module_files": nvidia.kernel_module_files(module.params["kernel_modules_root"], kernel)}
+    nvcc = module.params["nvcc"]
+    if nvcc:
+        out = module.run_command([nvcc, "--version"])[1] if os.path.exists(nvcc) else ""
+        extra["nvcc"] = nvidia.parse_nvcc_version(out)
     module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module)}, **extra)
 
 

@@ -69,7 +69,7 @@ options:
         description: The file's exact content (what a template or copy task would write); not compared when left out.
         type: str
       src:
-        description: The link's target, as written in the link (C(state=link)).
+        description: The link's target, as written in the link (C(state=link)); any target when left out.
         type: str
       owner:
         description: The owner's name; not compared when left out.

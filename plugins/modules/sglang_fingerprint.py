@@ -90,17 +90,11 @@ seconds:
 """
 
 import json
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import (
-    FORMAT,
-    FingerprintError,
-    generate_request,
-    parse_generate,
-)
+from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
 
 
 def main():
@@ -122,26 +116,16 @@ def main():
     if p["api_key"]:
         headers["Authorization"] = f"Bearer {p['api_key']}"
     url = p["url"].rstrip("/") + "/generate"
-    started = time.monotonic()
-    records = []
-    for i, prompt in enumerate(p["prompts"]):
-        body = json.dumps(generate_request(prompt, p["max_new_tokens"], p["seed"]))
-        try:
-            resp = open_url(url, data=body, headers=headers, method="POST", timeout=p["timeout"],
-                            http_agent="blackwell.serving sglang_fingerprint")
-            answer = json.loads(resp.read())
-        except Exception as exc:  # HTTPError carries a status; a refused connection does not
-            module.fail_json(msg=f"{url}: prompt {i + 1} of {len(p['prompts'])} got no answer: "
-                                 f"{getattr(exc, 'code', '')} {getattr(exc, 'reason', exc)}".replace("  ", " "),
-                             requests=i + 1, seconds=round(time.monotonic() - started, 3))
-        try:
-            records.append(parse_generate(prompt, answer))
-        except FingerprintError as exc:
-            module.fail_json(msg=f"{url}: prompt {i + 1}: {exc}", requests=i + 1,
-                             seconds=round(time.monotonic() - started, 3))
-    module.exit_json(changed=False, requests=len(records), seconds=round(time.monotonic() - started, 3),
-                     fingerprint={"format": FORMAT, "prompts": records,
-                                  "settings": {"max_new_tokens": p["max_new_tokens"], "seed": p["seed"]}})
+
+    def post(body):
+        resp = open_url(url, data=json.dumps(body), headers=headers, method="POST", timeout=p["timeout"],
+                        http_agent="blackwell.serving sglang_fingerprint")
+        return json.loads(resp.read())
+
+    result = take(post, url, p["prompts"], p["max_new_tokens"], p["seed"])
+    if "fingerprint" not in result:
+        module.fail_json(**result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -171,3 +171,23 @@ def test_a_canary_may_be_compared_with_the_reference_of_the_stack_it_leaves():
     garbage["prompts"][0]["tokens"][4:] = [3] * 12
     bad = fp.judge(garbage, reference=ref, current_stack=new_stack, stale_ok=True)
     assert not bad["ok"] and "at token 4" in bad["message"]
+
+
+def test_take_sends_each_prompt_and_stops_at_the_first_without_an_answer():
+    sent = []
+
+    def post(body):
+        sent.append(body)
+        if len(sent) == 3:
+            raise ConnectionRefusedError("refused")
+        return _answer([5, 6], [-0.1, -0.2], [(7, -1.0), (8, -3.0)])
+
+    ok = fp.take(post, "http://h:1/generate", ["a", "b"], 2, 1234)
+    assert ok["requests"] == 2 and ok["fingerprint"]["settings"] == {"max_new_tokens": 2, "seed": 1234}
+    assert [r["id"] for r in ok["fingerprint"]["prompts"]] == [fp.prompt_id("a"), fp.prompt_id("b")]
+    assert sent[0] == fp.generate_request("a", 2, 1234)
+    bad = fp.take(post, "http://h:1/generate", ["c"], 2, 1234)
+    assert "fingerprint" not in bad and bad["requests"] == 1
+    assert bad["msg"] == "http://h:1/generate: prompt 1 of 1 got no answer: refused"
+    unreadable = fp.take(lambda body: {"text": "no logprobs"}, "u", ["a"], 2, 1234)
+    assert unreadable["msg"].startswith("u: prompt 1: the answer has no meta_info")

@@ -146,6 +146,18 @@ def test_link_to_another_target_or_a_file(files):
     assert hs.judge(spec, {}, {}) == [f"{tmp}/cuda is not a symbolic link"]
 
 
+def test_link_without_target_is_any_link(tmp_path):
+    """A link wanted with no src holds for any target (a release link another role switches), and only for a link."""
+    (tmp_path / "current").symlink_to("/opt/sglang/releases/abc")
+    spec = {"files": [{"path": str(tmp_path / "current"), "state": "link"}]}
+    assert hs.judge(spec, {}, {}) == []
+    (tmp_path / "current").unlink()
+    (tmp_path / "current").mkdir()
+    assert hs.judge(spec, {}, {}) == [f"{tmp_path}/current is not a symbolic link"]
+    (tmp_path / "current").rmdir()
+    assert hs.judge(spec, {}, {}) == [f"{tmp_path}/current is missing"]
+
+
 def test_directory_mode_differs(files):
     tmp, spec = files
     (tmp / "keyrings").chmod(0o700)

@@ -16,7 +16,7 @@ MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if 
 # the options the modules that talk to an sglang server (or its router) share, written once in a doc fragment
 SHARED_FRAGMENT = "blackwell.serving.sglang_api"
 SHARED_OPTIONS = ("url", "api_key", "timeout")
-HTTP_MODULES = ("sglang_fingerprint", "sglang_health", "sglang_router_worker")
+HTTP_MODULES = ("sglang_fingerprint", "sglang_health", "sglang_probe", "sglang_router_worker")
 # keys every module result carries, documented by Ansible itself
 COMMON_KEYS = {"changed", "failed", "msg", "invocation", "warnings", "deprecations"}
 
@@ -103,3 +103,16 @@ def test_router_worker_returns_what_it_documents(docs, router):
                                             "drain_grace": 0})
     _assert_documented(doc, "sglang_router_worker", r)
     assert r["drained_by"] == "grace", r
+
+
+def test_probe_returns_what_it_documents(docs, tmp_path):
+    import sys
+    from modrun import serve
+    (tmp_path / "current").symlink_to(tmp_path)
+    with serve(lambda path: (200, b"{}")) as url:
+        r = run_module("sglang_probe", {"url": url, "paths": ["/health"], "chat": {"model": "m"}, "unit": "x.service",
+                                        "links": [str(tmp_path / "current")], "exists": [str(tmp_path)],
+                                        "python": sys.executable})
+    assert not r.get("failed"), r
+    assert {"links", "exists", "packages", "unit_state", "endpoints", "chat"} <= set(r)
+    _assert_documented(docs["sglang_probe"], "sglang_probe", r)

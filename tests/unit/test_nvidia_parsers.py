@@ -146,3 +146,17 @@ def test_gpu_facts_reports_the_kernel_and_its_modules_when_asked(tmp_path):
     assert got["kernel_module_files"] == [str(tmp_path / kernel / "kernel" / "nvidia.ko.zst")]
     assert got["ansible_facts"]["nvidia_gpu"]["state"] == "no_nvidia_smi"
     assert "kernel" not in run_module("gpu_facts", args)
+
+
+def test_gpu_facts_asks_nvcc_its_release_when_given_one(tmp_path):
+    """verify's GPU and CUDA facts in one round trip: nvcc --version as the real one answered on the H200."""
+    from modrun import run_module
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\n[ \"$1\" = --version ] || exit 2\ncat <<'X'\n"
+                    + read(H200 / "nvcc.txt").split("\n", 1)[1] + "X\n")
+    nvcc.chmod(0o755)
+    args = {"nvidia_smi": str(tmp_path / "no-smi"), "proc_version_path": str(tmp_path / "no-proc"),
+            "sysfs_pci_path": str(tmp_path / "no-pci")}
+    assert run_module("gpu_facts", dict(args, nvcc=str(nvcc)))["nvcc"] == {"release": "13.0", "version": "13.0.88"}
+    assert run_module("gpu_facts", dict(args, nvcc=str(tmp_path / "no-nvcc")))["nvcc"] is None
+    assert "nvcc" not in run_module("gpu_facts", args)

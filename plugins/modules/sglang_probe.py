@@ -1,0 +1,261 @@
+#!/usr/bin/python
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sglang_probe
+short_description: Read a release, its service and its server as verify judges them, in one round trip
+version_added: 0.4.0
+description:
+  - Reads, in one call, what the verify role judges of an sglang host apart from its GPUs, the SM120 judge and
+    the weights - the release links (O(links), resolved as M(ansible.builtin.stat) resolves them), whether
+    files exist (O(exists)), the packages of a Python environment (O(python)), the state of a systemd unit
+    (O(unit)), the status of each of the server's O(paths), and one chat completion (O(chat)).
+  - Each part is asked only when its option is given (the server only with O(url)); each answers what it found,
+    never fails the task (the judge says what is wrong). A converged host pays one round trip instead of one per probe.
+  - Reads only; never changes anything.
+author: blackwell.serving maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - blackwell.serving.sglang_api
+options:
+  url:
+    default: ""
+  timeout:
+    description: Seconds to wait for each of O(paths).
+    default: 30
+  paths:
+    description: Paths asked with C(GET), each judged by its status.
+    type: list
+    elements: str
+    default: []
+  chat:
+    description:
+      - The body of one chat completion, C(POST)ed as JSON to C(/v1/chat/completions) (model, messages,
+        max_tokens, temperature, ...); none when left out.
+    type: dict
+  chat_timeout:
+    description: Seconds to wait for the chat completion.
+    type: int
+    default: 300
+  fingerprint:
+    description:
+      - Also take the server's greedy fingerprint, as M(blackwell.serving.sglang_fingerprint) takes it (the same
+        requests to C(/generate), one prompt at a time); none when left out.
+    type: dict
+    suboptions:
+      prompts:
+        description: O(blackwell.serving.sglang_fingerprint#module:prompts).
+        type: list
+        elements: str
+        required: true
+      max_new_tokens:
+        description: O(blackwell.serving.sglang_fingerprint#module:max_new_tokens).
+        type: int
+        default: 32
+      seed:
+        description: O(blackwell.serving.sglang_fingerprint#module:seed).
+        type: int
+        default: 1234
+      timeout:
+        description: O(blackwell.serving.sglang_fingerprint#module:timeout).
+        type: int
+        default: 120
+  unit:
+    description: A systemd unit whose C(ActiveState) is read; empty for none.
+    type: str
+    default: ""
+  links:
+    description: Paths whose link targets are read, resolved to absolute paths (C(lnk_source) of M(ansible.builtin.stat)).
+    type: list
+    elements: path
+    default: []
+  exists:
+    description: Paths, each said to exist or not (a link counts, whatever it points at, as M(ansible.builtin.stat) says).
+    type: list
+    elements: path
+    default: []
+  python:
+    description:
+      - A Python interpreter whose environment's distributions are listed (name lower-cased, C(_) as C(-));
+        nothing when it is left out, and an empty list when it does not run.
+    type: path
+attributes:
+  check_mode:
+    description: Runs in check mode as without it (it only reads).
+    support: full
+  diff_mode:
+    description: Returns no diff.
+    support: none
+seealso:
+  - module: blackwell.serving.sglang_health
+  - module: blackwell.serving.sglang_fingerprint
+  - module: blackwell.serving.gpu_facts
+  - name: sglang's HTTP endpoints
+    description: C(/health), C(/get_model_info) and the OpenAI-compatible C(/v1/models) and C(/v1/chat/completions).
+    link: https://docs.sglang.io/basic_usage/native_api.html
+"""
+
+EXAMPLES = r"""
+- name: The release in service, its unit and its server
+  blackwell.serving.sglang_probe:
+    links: [/opt/sglang/current, /etc/sglang/deployed/release]
+    exists: [/srv/models/GLM-5-NVFP4/config.json]
+    python: /opt/sglang/current/venv/bin/python
+    unit: sglang.service
+    url: http://127.0.0.1:30000
+    api_key: "{{ sglang_service_api_key }}"
+    paths: [/health, /v1/models, /get_model_info]
+    chat:
+      model: glm-5
+      messages: [{role: user, content: "What is the capital of France?"}]
+      max_tokens: 64
+      temperature: 0
+  register: probe
+"""
+
+RETURN = r"""
+links:
+  description: Each of O(links) with the absolute path its link resolves to, or null where it is no link.
+  returned: always
+  type: dict
+  sample: {/opt/sglang/current: /opt/sglang/releases/0123456789ab-0f1e2d3c4b5a}
+exists:
+  description: Each of O(exists), and whether it exists (links not followed).
+  returned: always
+  type: dict
+  sample: {/srv/models/GLM-5-NVFP4/config.json: true}
+packages:
+  description: The environment's distributions and their versions, with O(python); empty when it did not run.
+  returned: when O(python) is given
+  type: dict
+  sample: {numpy: 2.2.6, packaging: "25.0"}
+unit_state:
+  description: The unit's C(ActiveState), or null when systemd did not answer.
+  returned: when O(unit) is given
+  type: str
+  sample: active
+endpoints:
+  description: Each of O(paths) with the status it answered, -1 where the server did not answer.
+  returned: always
+  type: dict
+  sample: {/health: 200, /v1/models: 200, /get_model_info: 200}
+chat:
+  description: The chat completion's status (-1 without an answer), the first choice's text and finish reason.
+  returned: when O(chat) is given
+  type: dict
+  sample: {status: 200, content: The capital of France is Paris., finish_reason: stop}
+fingerprint:
+  description:
+    - What M(blackwell.serving.sglang_fingerprint) returns, with O(fingerprint) - the fingerprint, the requests
+      sent and the seconds they took; where a prompt got no readable answer, a message (msg) instead of the
+      fingerprint.
+  returned: when O(fingerprint) is given
+  type: dict
+  sample:
+    requests: 6
+    seconds: 0.013
+    fingerprint: {format: 1, settings: {max_new_tokens: 32, seed: 1234}, prompts: [{id: 5d41402abc4b2a76, tokens: [578],
+                  logprobs: [-0.0213], runner_up: [[264, -4.12]]}]}
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
+from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
+
+
+def ask(p, path, *, body=None, timeout):
+    """(status, body bytes) of one request; status -1 when the server did not answer (as uri says)."""
+    headers = {"Authorization": f"Bearer {p['api_key']}"} if p["api_key"] else {}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body)
+    try:
+        resp = open_url(p["url"].rstrip("/") + path, data=data, headers=headers, timeout=timeout,
+                        method="POST" if body is not None else "GET", http_agent="blackwell.serving sglang_probe")
+        return resp.getcode(), resp.read()
+    except Exception as exc:  # HTTPError carries a status and a body; a refused connection neither
+        code = getattr(exc, "code", None)
+        if code is None:
+            return -1, b""
+        try:
+            return code, exc.read()
+        except Exception:
+            return code, b""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", default=""),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="int", default=30),
+            paths=dict(type="list", elements="str", default=[]),
+            chat=dict(type="dict"),
+            chat_timeout=dict(type="int", default=300),
+            fingerprint=dict(type="dict", options=dict(
+                prompts=dict(type="list", elements="str", required=True),
+                max_new_tokens=dict(type="int", default=32, no_log=False),
+                seed=dict(type="int", default=1234),
+                timeout=dict(type="int", default=120),
+            )),
+            unit=dict(type="str", default=""),
+            links=dict(type="list", elements="path", default=[]),
+            exists=dict(type="list", elements="path", default=[]),
+            python=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    result = dict(changed=False,
+                  links={path: os.path.realpath(path) if os.path.islink(path) else None for path in p["links"]},
+                  exists={path: os.path.lexists(path) for path in p["exists"]},
+                  endpoints={})
+    if p["python"]:
+        if os.path.exists(p["python"]):
+            rc, out, _err = module.run_command([p["python"], "-c", probe.PACKAGES_SCRIPT])
+            result["packages"] = probe.parse_packages(rc, out)
+        else:
+            result["packages"] = {}
+    if p["unit"]:
+        systemctl = module.get_bin_path("systemctl")
+        state = None
+        if systemctl:
+            rc, out, _err = module.run_command([systemctl, "show", p["unit"], "--property=ActiveState"])
+            state = probe.parse_active_state(out) if rc == 0 else None
+        result["unit_state"] = state
+    if p["url"]:
+        for path in p["paths"]:
+            result["endpoints"][path] = ask(p, path, timeout=p["timeout"])[0]
+        if p["chat"] is not None:
+            status, body = ask(p, "/v1/chat/completions", body=p["chat"], timeout=p["chat_timeout"])
+            result["chat"] = probe.chat_found(status, body)
+        fpr = p["fingerprint"]
+        if fpr is not None:
+            if not fpr["prompts"] or fpr["max_new_tokens"] < 1:
+                module.fail_json(msg="a fingerprint needs at least one prompt and max_new_tokens of 1 or more")
+
+            generate = p["url"].rstrip("/") + "/generate"
+
+            def post(body):
+                # as sglang_fingerprint asks: any failure (a status, no answer, no JSON) is the take's message
+                headers = {"Content-Type": "application/json"}
+                if p["api_key"]:
+                    headers["Authorization"] = f"Bearer {p['api_key']}"
+                resp = open_url(generate, data=json.dumps(body), headers=headers, method="POST",
+                                timeout=fpr["timeout"], http_agent="blackwell.serving sglang_probe")
+                return json.loads(resp.read())
+
+            result["fingerprint"] = take(post, generate, fpr["prompts"], fpr["max_new_tokens"], fpr["seed"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
