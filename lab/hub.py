@@ -137,14 +137,31 @@ class Hub:
         later = {f.path: f for f in model_files(later=True)}
         self.next_sha = revision(list(later.values()))
         self.revisions = {self.sha: self.files, self.next_sha: later, "main": self.files}
-        self.sent: dict[str, int] = {}
-        self.sent_total = 0
+        # what was sent, per client address and file: tests that run side by side (two pytest workers, one
+        # Hub) each read and reset the counts of their own hosts only
+        self.sent_to: dict[str, dict[str, int]] = {}
         self.lock = threading.Lock()
 
-    def count(self, path: str, n: int) -> None:
+    def count(self, path: str, n: int, client: str = "") -> None:
         with self.lock:
-            self.sent[path] = self.sent.get(path, 0) + n
-            self.sent_total += n
+            files = self.sent_to.setdefault(client, {})
+            files[path] = files.get(path, 0) + n
+
+    def stats(self, clients: list[str] | None = None) -> tuple[dict[str, int], int]:
+        """What was sent to these clients (every client when None), per file and in all."""
+        sent: dict[str, int] = {}
+        with self.lock:
+            for client, files in self.sent_to.items():
+                if clients is None or client in clients:
+                    for path, n in files.items():
+                        sent[path] = sent.get(path, 0) + n
+        return sent, sum(sent.values())
+
+    def reset(self, clients: list[str] | None = None) -> None:
+        with self.lock:
+            for client in list(self.sent_to):
+                if clients is None or client in clients:
+                    del self.sent_to[client]
 
 
 HUB = Hub()
@@ -167,18 +184,19 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
             h.wfile.write(data)
 
     global RATE_BYTES_PER_S
+    # ?clients=A,B: only what was sent to those addresses; ?me=1: only what was sent to the asker's
+    query = dict(q.split("=", 1) for q in url.query.split("&") if "=" in q)
+    clients = ([h.client_address[0]] if query.get("me") else
+               [c for c in query["clients"].split(",") if c] if "clients" in query else None)
     if path == "/_lab/stats":
-        with HUB.lock:
-            return reply(200, {"revision": HUB.sha, "next_revision": HUB.next_sha, "sent": dict(HUB.sent),
-                               "sent_total": HUB.sent_total, "one_copy": sum(len(f.data) for f in HUB.files.values()),
-                               "bytes_per_s": RATE_BYTES_PER_S})
+        sent, total = HUB.stats(clients)
+        return reply(200, {"revision": HUB.sha, "next_revision": HUB.next_sha, "sent": sent, "sent_total": total,
+                           "one_copy": sum(len(f.data) for f in HUB.files.values()), "bytes_per_s": RATE_BYTES_PER_S,
+                           "client": h.client_address[0]})
     if path == "/_lab/reset":
-        with HUB.lock:
-            HUB.sent.clear()
-            HUB.sent_total = 0
+        HUB.reset(clients)
         return reply(200, {"reset": True})
     if path == "/_lab/rate":
-        query = dict(q.split("=", 1) for q in url.query.split("&") if "=" in q)
         if not query.get("bytes_per_s", "").isdigit() or int(query["bytes_per_s"]) <= 0:
             return reply(400, {"error": "give ?bytes_per_s=N, N > 0"})
         RATE_BYTES_PER_S = int(query["bytes_per_s"])
@@ -247,11 +265,11 @@ def handle(h: BaseHTTPRequestHandler, head: bool = False) -> None:
         for off in range(0, len(body), chunk):
             piece = body[off:off + chunk]
             # counted before it is written: the client can have the last byte before a count after the write ran
-            HUB.count(fpath, len(piece))
+            HUB.count(fpath, len(piece), h.client_address[0])
             try:
                 h.wfile.write(piece)
             except (BrokenPipeError, ConnectionResetError):
-                HUB.count(fpath, -len(piece))
+                HUB.count(fpath, -len(piece), h.client_address[0])
                 return None
             time.sleep(len(piece) / RATE_BYTES_PER_S)
         return None

@@ -38,11 +38,13 @@ def commits():
 
 
 def hub_stats(reset=False):
-    """The Hub stand-in's count of what it sent (lab/hub.py), reset first on request."""
+    """The Hub stand-in's count of what it sent to the fleet's hosts (lab/hub.py), reset first on request. Only
+    theirs: Molecule's containers download from the same Hub on the other pytest worker."""
     base = f"http://{engine.bridge_gateway()}:{serve.HTTP_PORT}{hub.PREFIX}/_lab"
+    clients = ",".join(hosts.address(h) for h in [*SERVERS, ROUTER])
     if reset:
-        urllib.request.urlopen(f"{base}/reset", timeout=10).read()
-    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        urllib.request.urlopen(f"{base}/reset?clients={clients}", timeout=10).read()
+    with urllib.request.urlopen(f"{base}/stats?clients={clients}", timeout=10) as r:
         return json.loads(r.read())
 
 

@@ -111,6 +111,14 @@ def test_stats_count_every_byte_sent_and_the_rate_can_be_slowed(base):
     assert stats["sent"][shard] == 1000
     assert stats["sent_total"] == 1000 + len(hub.HUB.files["config.json"].data)
     assert stats["one_copy"] == sum(len(f.data) for f in hub.HUB.files.values())
+    # per client: what one test's hosts were sent, whatever another worker's hosts download meanwhile
+    assert json.loads(get(f"{base}/_lab/stats?me=1")[2])["sent_total"] == stats["sent_total"]
+    assert json.loads(get(f"{base}/_lab/stats?clients=127.0.0.1")[2])["sent"] == stats["sent"]
+    assert json.loads(get(f"{base}/_lab/stats?clients=10.9.9.9")[2])["sent_total"] == 0
+    get(f"{base}/_lab/reset?clients=10.9.9.9")
+    assert json.loads(get(f"{base}/_lab/stats")[2])["sent_total"] == stats["sent_total"]
+    get(f"{base}/_lab/reset?me=1")
+    assert json.loads(get(f"{base}/_lab/stats")[2])["sent_total"] == 0
     before = hub.RATE_BYTES_PER_S
     try:
         code, _, body = get(f"{base}/_lab/rate?bytes_per_s=12345")
