@@ -16,6 +16,8 @@ description:
   - RV(holds) is true only when nothing differs; RV(differences) lists what does. A role skips a phase that
     holds, so that a converged host pays one round trip instead of one per task; a phase that does not hold
     runs as it would without this module, with its own check mode and diff.
+  - O(read) reports paths without judging them, and RV(units) says what systemd said of each unit of O(units):
+    a caller that compares recorded state itself reads it in the same round trip.
   - Changes nothing; runs the same in check mode.
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
@@ -162,6 +164,26 @@ options:
         type: list
         elements: str
         default: []
+  read:
+    description:
+      - Paths reported as they are, not judged (RV(paths)): what the caller compares itself, read in the same round
+        trip.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The path; a link is not followed.
+        type: path
+        required: true
+      checksum:
+        description: The SHA-256 of a regular file.
+        type: bool
+        default: false
+      content:
+        description: The text of a regular file (a note or record, 1 MiB at most).
+        type: bool
+        default: false
 attributes:
   check_mode:
     description: Reads only; returns the same result in check mode.
@@ -218,6 +240,21 @@ installed:
   returned: always
   type: dict
   sample: {cuda-toolkit-12-9: 12.9.1-1}
+paths:
+  description:
+    - Each path of O(read), as the stat module names what it finds (a link not followed); C(lnk_source) is where
+      a link resolves to, C(lnk_target) what it says; C(checksum) (SHA-256) and C(content) where asked, for a
+      regular file.
+  returned: always
+  type: dict
+  sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
+           lnk_target: /opt/sglang/releases/3f9fc8b8, lnk_source: /opt/sglang/releases/3f9fc8b8}}
+units:
+  description: What systemd says of each unit of O(units) (C(LoadState) C(not-found) for a unit it does not know).
+  returned: always
+  type: dict
+  sample: {sglang.service: {Id: sglang.service, LoadState: loaded, ActiveState: active, UnitFileState: enabled,
+           NeedDaemonReload: "no"}}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -245,6 +282,9 @@ def main():
             packages=dict(type="list", elements="dict", default=[], options=package_spec),
             patterns=dict(type="list", elements="dict", default=[], options=pattern_spec),
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
+            read=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True), checksum=dict(type="bool", default=False),
+                content=dict(type="bool", default=False))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="str", required=True), regex=dict(type="str", required=True),
                 **{"except": dict(type="list", elements="str", default=[])})),
@@ -284,7 +324,12 @@ def main():
     names = {n for w in p["packages"] for n in w["name"]}
     seen = {n: installed[n]["version"] for n in names if n in installed and installed[n]["state"] in host_state.INSTALLED}
     seen.update(host_state.matching(p["patterns"], installed))
-    module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen)
+    try:
+        paths = {w["path"]: host_state.read_path(w) for w in p["read"]}
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"host_state could not read a path: {exc}")
+    module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,
+                     units={u["name"]: units[u["name"]] for u in p["units"]})
 
 
 if __name__ == "__main__":
