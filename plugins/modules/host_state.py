@@ -172,16 +172,17 @@ options:
     elements: dict
     default: []
     suboptions:
-      path:
-        description: The path; a link is not followed.
-        type: path
+      paths:
+        description: The paths read this way (one or more); a link is not followed.
+        type: list
+        elements: path
         required: true
       checksum:
-        description: The SHA-256 of a regular file.
+        description: The SHA-256 of each regular file.
         type: bool
         default: false
       content:
-        description: The text of a regular file (a note or record, 1 MiB at most).
+        description: The text of each regular file (a note or record, 1 MiB at most).
         type: bool
         default: false
 attributes:
@@ -283,7 +284,7 @@ def main():
             patterns=dict(type="list", elements="dict", default=[], options=pattern_spec),
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
             read=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True), checksum=dict(type="bool", default=False),
+                paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
                 content=dict(type="bool", default=False))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="str", required=True), regex=dict(type="str", required=True),
@@ -325,7 +326,7 @@ def main():
     seen = {n: installed[n]["version"] for n in names if n in installed and installed[n]["state"] in host_state.INSTALLED}
     seen.update(host_state.matching(p["patterns"], installed))
     try:
-        paths = {w["path"]: host_state.read_path(w) for w in p["read"]}
+        paths = {path: host_state.read_path(dict(w, path=path)) for w in p["read"] for path in w["paths"]}
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"host_state could not read a path: {exc}")
     module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,

@@ -338,8 +338,8 @@ def test_read_path_refuses_a_large_file_as_text(tmp_path, monkeypatch):
 
 def test_module_returns_paths_read_and_units(tmp_path):
     (tmp_path / "a").write_text("x\n")
-    got = run_module("host_state", {"read": [{"path": str(tmp_path / "a"), "content": True},
-                                             {"path": str(tmp_path / "b")}]})
+    got = run_module("host_state", {"read": [{"paths": [str(tmp_path / "a")], "content": True},
+                                             {"paths": [str(tmp_path / "b")]}]})
     assert got["holds"] is True, got
     assert got["paths"] == {str(tmp_path / "a"): {"exists": True, "isreg": True, "isdir": False, "islnk": False,
                                                   "content": "x\n"},

@@ -88,3 +88,20 @@ def test_the_state_read_names_every_write_of_the_phases_it_skips(role, phases):
             assert entry.get("state", "file") == "file", path
             assert content_source(entry.get("content")) == (module, args["src"]), (
                 f"{path}: the read compares {entry.get('content')!r}, the phase writes {module} of {args['src']}")
+
+
+def test_unit_deploy_skips_the_enablement_only_where_its_read_judges_what_it_would_change():
+    """deploy.yml's one read judges the unit's enablement (and a pending daemon reload, which judge_unit counts); the
+    enablement task is skipped on `holds`, so it may change nothing the read does not judge."""
+    deploy = tasks(REPO / "roles" / "unit_deploy" / "tasks" / "deploy.yml")
+    read = next(t for t in deploy if "blackwell.serving.host_state" in t)
+    spec = read["blackwell.serving.host_state"]
+    assert set(spec) == {"read", "units"}, "the read judges only the unit: anything else would make holds mean more"
+    enable = next(t for t in deploy if t.get("ansible.builtin.systemd_service", {}).get("enabled") is True)
+    args = enable["ansible.builtin.systemd_service"]
+    assert set(args) <= {"name", "enabled", "daemon_reload"}, f"the enablement task changes more than the read judges: {args}"
+    assert spec["units"] == [{"name": args["name"], "enabled": True}]
+    conditions = enable["when"] if isinstance(enable["when"], list) else [enable["when"]]
+    assert any(f"not {read['register']}.holds" in c for c in conditions), conditions
+    # a unit file this run changed is always enabled (and systemd reloaded), whatever the read found before the write
+    assert any("unit_deploy_unit_changed" in c and "holds" in c for c in conditions), conditions
