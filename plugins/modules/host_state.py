@@ -185,6 +185,23 @@ options:
         description: The text of each regular file (a note or record, 1 MiB at most).
         type: bool
         default: false
+  commands:
+    description:
+      - Read-only commands run in the same round trip, in order (RV(commands)): a version query, a lookup. Never
+        one that changes anything: they run in check mode too, and their answers are not judged.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      argv:
+        description: The command and its arguments (no shell).
+        type: list
+        elements: str
+        required: true
+      environment:
+        description: Variables added to its environment.
+        type: dict
+        default: {}
 attributes:
   check_mode:
     description: Reads only; returns the same result in check mode.
@@ -250,6 +267,14 @@ paths:
   type: dict
   sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
            lnk_target: /opt/sglang/releases/3f9fc8b8, lnk_source: /opt/sglang/releases/3f9fc8b8}}
+commands:
+  description:
+    - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and
+      says why in C(stderr), as the command module's failure does.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{argv: [/usr/local/cuda/bin/nvcc, --version], rc: 0, stdout: "Cuda compilation tools, release 12.9, V12.9.86", stderr: ""}]
 units:
   description: What systemd says of each unit of O(units) (C(LoadState) C(not-found) for a unit it does not know).
   returned: always
@@ -286,6 +311,8 @@ def main():
             read=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
                 content=dict(type="bool", default=False))),
+            commands=dict(type="list", elements="dict", default=[], options=dict(
+                argv=dict(type="list", elements="str", required=True), environment=dict(type="dict", default={}))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="str", required=True), regex=dict(type="str", required=True),
                 **{"except": dict(type="list", elements="str", default=[])})),
@@ -329,8 +356,17 @@ def main():
         paths = {path: host_state.read_path(dict(w, path=path)) for w in p["read"] for path in w["paths"]}
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"host_state could not read a path: {exc}")
+    answers = []
+    for cmd in p["commands"]:
+        try:
+            rc, out, err = module.run_command(cmd["argv"], environ_update={str(k): str(v) for k, v in
+                                                                            cmd["environment"].items()},
+                                              handle_exceptions=False)
+        except OSError as exc:
+            rc, out, err = 2, "", f"[Errno {exc.errno}] {exc.strerror}: {cmd['argv'][0]}"
+        answers.append({"argv": cmd["argv"], "rc": rc, "stdout": out, "stderr": err})
     module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,
-                     units={u["name"]: units[u["name"]] for u in p["units"]})
+                     units={u["name"]: units[u["name"]] for u in p["units"]}, commands=answers)
 
 
 if __name__ == "__main__":

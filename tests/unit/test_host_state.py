@@ -345,3 +345,14 @@ def test_module_returns_paths_read_and_units(tmp_path):
                                                   "content": "x\n"},
                             str(tmp_path / "b"): {"exists": False}}
     assert got["units"] == {}
+
+
+def test_module_runs_read_only_commands_in_order(tmp_path):
+    got = run_module("host_state", {"commands": [{"argv": ["sh", "-c", "echo $X; echo err >&2; exit 3"],
+                                                  "environment": {"X": "hello"}},
+                                                 {"argv": [str(tmp_path / "no-such-nvcc"), "--version"]}]})
+    assert got["holds"] is True and got["changed"] is False, got
+    first, second = got["commands"]
+    assert (first["rc"], first["stdout"], first["stderr"]) == (3, "hello\n", "err\n")
+    # a binary that is not there is an answer (rc 2), not a failure of the read
+    assert second["rc"] == 2 and "no-such-nvcc" in second["stderr"] and second["stdout"] == ""
