@@ -16,8 +16,9 @@ description:
   - RV(holds) is true only when nothing differs; RV(differences) lists what does. A role skips a phase that
     holds, so that a converged host pays one round trip instead of one per task; a phase that does not hold
     runs as it would without this module, with its own check mode and diff.
-  - O(read) reports paths without judging them, and RV(units) says what systemd said of each unit of O(units):
-    a caller that compares recorded state itself reads it in the same round trip.
+  - O(read) reports paths without judging them, O(commands) runs read-only commands, and RV(units) says what
+    systemd said of each unit of O(units); so a caller that compares recorded state itself reads it in the same
+    round trip.
   - Changes nothing; runs the same in check mode.
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
@@ -166,8 +167,8 @@ options:
         default: []
   read:
     description:
-      - Paths reported as they are, not judged (RV(paths)): what the caller compares itself, read in the same round
-        trip.
+      - Paths reported as they are, not judged (RV(paths)), for a caller that compares them itself, read in the same
+        round trip.
     type: list
     elements: dict
     default: []
