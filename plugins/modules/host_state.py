@@ -188,8 +188,8 @@ options:
         default: false
   commands:
     description:
-      - Read-only commands run in the same round trip, in order (RV(commands)): a version query, a lookup. Never
-        one that changes anything: they run in check mode too, and their answers are not judged.
+      - Read-only commands run in the same round trip, in order (RV(commands)), such as a version query or a
+        lookup. Never one that changes anything, since they run in check mode too; their answers are not judged.
     type: list
     elements: dict
     default: []
@@ -360,9 +360,8 @@ def main():
     answers = []
     for cmd in p["commands"]:
         try:
-            rc, out, err = module.run_command(cmd["argv"], environ_update={str(k): str(v) for k, v in
-                                                                            cmd["environment"].items()},
-                                              handle_exceptions=False)
+            env = {str(k): str(v) for k, v in cmd["environment"].items()}
+            rc, out, err = module.run_command(cmd["argv"], environ_update=env, handle_exceptions=False)
         except OSError as exc:
             rc, out, err = 2, "", f"[Errno {exc.errno}] {exc.strerror}: {cmd['argv'][0]}"
         answers.append({"argv": cmd["argv"], "rc": rc, "stdout": out, "stderr": err})
