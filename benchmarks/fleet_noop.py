@@ -92,25 +92,29 @@ def changed_tasks(output: str) -> list[str]:
 
 
 def breakdown(rows: list[dict], top: int) -> str:
-    """Per role: tasks started, tasks that ran on some host, skipped, seconds; then the slowest tasks."""
+    """Per role: tasks started, tasks that ran on some host, skipped, module calls on the hosts (round trips),
+    seconds; then the slowest tasks."""
     roles: dict[str, dict] = {}
     for r in rows:
-        agg = roles.setdefault(r["role"], {"tasks": 0, "ran": 0, "skipped": 0, "seconds": 0.0})
+        agg = roles.setdefault(r["role"], {"tasks": 0, "ran": 0, "skipped": 0, "trips": 0, "seconds": 0.0})
         agg["tasks"] += 1
         agg["ran"] += 1 if (r["ok"] or r["changed"] or r["failed"]) else 0
         agg["skipped"] += 1 if not (r["ok"] or r["changed"] or r["failed"]) else 0
+        agg["trips"] += r.get("round_trips", 0)
         agg["seconds"] += r["seconds"]
     total = sum(a["seconds"] for a in roles.values())
-    out = [f"  {'role':34} {'tasks':>5} {'ran':>4} {'skip':>4} {'seconds':>8} {'share':>6}"]
+    out = [f"  {'role':34} {'tasks':>5} {'ran':>4} {'skip':>4} {'trips':>5} {'seconds':>8} {'share':>6}"]
     for name, a in sorted(roles.items(), key=lambda kv: -kv[1]["seconds"]):
-        out.append(f"  {name:34} {a['tasks']:>5} {a['ran']:>4} {a['skipped']:>4} {a['seconds']:>8.1f} "
+        out.append(f"  {name:34} {a['tasks']:>5} {a['ran']:>4} {a['skipped']:>4} {a['trips']:>5} {a['seconds']:>8.1f} "
                    f"{a['seconds'] / total:>6.0%}")
     out.append(f"  {'total':34} {sum(a['tasks'] for a in roles.values()):>5} "
                f"{sum(a['ran'] for a in roles.values()):>4} {sum(a['skipped'] for a in roles.values()):>4} "
-               f"{total:>8.1f}")
+               f"{sum(a['trips'] for a in roles.values()):>5} {total:>8.1f}")
+    out.append("  (trips: module calls on the hosts, one per host and loop item; set_fact, assert, debug and the like,"
+               " and tasks delegated to the controller, make none)")
     out.append(f"  slowest {top} tasks:")
     for r in sorted(rows, key=lambda r: -r["seconds"])[:top]:
-        out.append(f"  {r['seconds']:6.2f} s  {r['role']}: {r['task']}")
+        out.append(f"  {r['seconds']:6.2f} s  {r.get('round_trips', 0):>3}  {r['role']}: {r['task']}")
     return "\n".join(out)
 
 
@@ -121,6 +125,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="pairs (site.yml, 50 stat) timed per row; medians")
     ap.add_argument("--no-converge", action="store_true", help="lab-gpu-1 is converged already: no first run")
     ap.add_argument("--top", type=int, default=12, help="slowest tasks listed in the breakdown")
+    ap.add_argument("--keep", type=Path, help="a directory to keep each run's per-task profile in (JSON)")
     args = ap.parse_args()
     sizes = sorted({int(n) for n in args.hosts.split(",")})
     strategies = [s for s in ("linear", "mitogen") if s in args.strategy.split(",")]
@@ -179,6 +184,10 @@ def run(args, sizes, strategies) -> int:
             for name, runs in profiles.items():
                 # the breakdown of the median run
                 _, prof = sorted(runs)[len(runs) // 2]
+                if args.keep:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    for _t, each in runs:
+                        (args.keep / each.name).write_text(each.read_text())
                 print(f"\nwhere the no-op site.yml goes, {name}, {min(sizes)} host(s) (median run):")
                 print(breakdown(json.loads(prof.read_text()), args.top))
         finally:

@@ -4,9 +4,39 @@
 
 from __future__ import annotations
 
+import copy
+import os
+
 from ansible.errors import AnsibleFilterError
+from ansible.plugins.filter.core import from_yaml
 
 from ansible_collections.blackwell.serving.plugins.module_utils import verify
+
+
+# each defaults file parsed once per process (keyed by its path, size and time): verify's defaults read the other
+# roles' defaults on every reference of a pin, dozens of times in its argument validation alone
+_ROLE_DEFAULTS = {}
+
+
+def role_defaults(roles, roles_dir, names=None):
+    """The defaults/main.yml of each role under roles_dir, merged in order, as the from_yaml filter reads them; only
+    the variables names lists, where it is given."""
+    if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
+        raise AnsibleFilterError("role_defaults expects a list of role names")
+    merged = {}
+    for role in roles:
+        path = os.path.join(str(roles_dir), role, "defaults", "main.yml")
+        try:
+            st = os.stat(path)
+            key = (path, st.st_size, st.st_mtime_ns)
+            if key not in _ROLE_DEFAULTS:
+                with open(path, encoding="utf-8") as fh:
+                    _ROLE_DEFAULTS[key] = from_yaml(fh.read()) or {}
+        except OSError as exc:
+            raise AnsibleFilterError(f"role_defaults: cannot read {path}: {exc.strerror}") from exc
+        merged.update(_ROLE_DEFAULTS[key] if names is None else
+                      {k: v for k, v in _ROLE_DEFAULTS[key].items() if k in names})
+    return copy.deepcopy(merged)
 
 
 def stack_checks(found, expected, groups=verify.STACK_GROUPS):
@@ -35,4 +65,4 @@ def drift_table(reports):
 class FilterModule:
     def filters(self):
         return {"stack_checks": stack_checks, "checks_table": checks_table, "unit_drift": unit_drift,
-                "stack_drift": stack_drift, "drift_table": drift_table}
+                "stack_drift": stack_drift, "drift_table": drift_table, "role_defaults": role_defaults}

@@ -14,6 +14,9 @@ named by a regular expression: every installed package it matches must be at the
 wanted enabled and, when asked, active. A group is wanted present; a user present, with its primary group, home
 and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
 matches.
+
+Paths can also be read without a judgement (``read_path``): what a caller compares itself (the deploy sequence's
+checksums, link targets and note of what the service was started with), in the same round trip.
 """
 from __future__ import annotations
 
@@ -186,6 +189,43 @@ def judge_absent_lines(want):
         if hit:
             diffs.append(f"{path} has a line matching {want['regex']}")
     return diffs
+
+
+# the most of a file read_path returns as text: notes and records, never weights or binaries
+READ_CONTENT_MAX = 1 << 20
+
+
+def read_path(want):
+    """What is at want = {path, checksum (bool), content (bool)}, unjudged, in the shape of the stat module's result.
+
+    ``exists``, ``isreg``, ``isdir``, ``islnk`` from the path itself (a link is not followed); a link's
+    ``lnk_target`` (as written) and ``lnk_source`` (the path it resolves to, as stat's); a regular file's
+    ``checksum`` (SHA-256) when asked, and its ``content`` as text (UTF-8, at most READ_CONTENT_MAX bytes: a
+    longer file is an error) when asked.
+    """
+    path = want["path"]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    out = {"exists": True, "isreg": stat.S_ISREG(st.st_mode), "isdir": stat.S_ISDIR(st.st_mode),
+           "islnk": stat.S_ISLNK(st.st_mode)}
+    if out["islnk"]:
+        out["lnk_target"] = os.readlink(path)
+        out["lnk_source"] = os.path.realpath(path)
+    if out["isreg"] and (want.get("checksum") or want.get("content")):
+        with open(path, "rb") as fh:
+            data = fh.read(READ_CONTENT_MAX + 1)
+            if want.get("checksum"):
+                digest = hashlib.sha256(data)
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+                out["checksum"] = digest.hexdigest()
+        if want.get("content"):
+            if len(data) > READ_CONTENT_MAX:
+                raise ValueError(f"{path} is larger than {READ_CONTENT_MAX} bytes: not read as text")
+            out["content"] = data.decode("utf-8", errors="replace")
+    return out
 
 
 def parse_systemctl_show(text):

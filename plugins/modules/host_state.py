@@ -16,6 +16,9 @@ description:
   - RV(holds) is true only when nothing differs; RV(differences) lists what does. A role skips a phase that
     holds, so that a converged host pays one round trip instead of one per task; a phase that does not hold
     runs as it would without this module, with its own check mode and diff.
+  - O(read) reports paths without judging them, O(commands) runs read-only commands, and RV(units) says what
+    systemd said of each unit of O(units); so a caller that compares recorded state itself reads it in the same
+    round trip.
   - Changes nothing; runs the same in check mode.
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
@@ -162,6 +165,44 @@ options:
         type: list
         elements: str
         default: []
+  read:
+    description:
+      - Paths reported as they are, not judged (RV(paths)), for a caller that compares them itself, read in the same
+        round trip.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      paths:
+        description: The paths read this way (one or more); a link is not followed.
+        type: list
+        elements: path
+        required: true
+      checksum:
+        description: The SHA-256 of each regular file.
+        type: bool
+        default: false
+      content:
+        description: The text of each regular file (a note or record, 1 MiB at most).
+        type: bool
+        default: false
+  commands:
+    description:
+      - Read-only commands run in the same round trip, in order (RV(commands)), such as a version query or a
+        lookup. Never one that changes anything, since they run in check mode too; their answers are not judged.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      argv:
+        description: The command and its arguments (no shell).
+        type: list
+        elements: str
+        required: true
+      environment:
+        description: Variables added to its environment.
+        type: dict
+        default: {}
 attributes:
   check_mode:
     description: Reads only; returns the same result in check mode.
@@ -218,6 +259,29 @@ installed:
   returned: always
   type: dict
   sample: {cuda-toolkit-12-9: 12.9.1-1}
+paths:
+  description:
+    - Each path of O(read), as the stat module names what it finds (a link not followed); C(lnk_source) is where
+      a link resolves to, C(lnk_target) what it says; C(checksum) (SHA-256) and C(content) where asked, for a
+      regular file.
+  returned: always
+  type: dict
+  sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
+           lnk_target: /opt/sglang/releases/3f9fc8b8, lnk_source: /opt/sglang/releases/3f9fc8b8}}
+commands:
+  description:
+    - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and
+      says why in C(stderr), as the command module's failure does.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{argv: [/usr/local/cuda/bin/nvcc, --version], rc: 0, stdout: "Cuda compilation tools, release 12.9, V12.9.86", stderr: ""}]
+units:
+  description: What systemd says of each unit of O(units) (C(LoadState) C(not-found) for a unit it does not know).
+  returned: always
+  type: dict
+  sample: {sglang.service: {Id: sglang.service, LoadState: loaded, ActiveState: active, UnitFileState: enabled,
+           NeedDaemonReload: "no"}}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -245,6 +309,11 @@ def main():
             packages=dict(type="list", elements="dict", default=[], options=package_spec),
             patterns=dict(type="list", elements="dict", default=[], options=pattern_spec),
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
+            read=dict(type="list", elements="dict", default=[], options=dict(
+                paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
+                content=dict(type="bool", default=False))),
+            commands=dict(type="list", elements="dict", default=[], options=dict(
+                argv=dict(type="list", elements="str", required=True), environment=dict(type="dict", default={}))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="str", required=True), regex=dict(type="str", required=True),
                 **{"except": dict(type="list", elements="str", default=[])})),
@@ -284,7 +353,20 @@ def main():
     names = {n for w in p["packages"] for n in w["name"]}
     seen = {n: installed[n]["version"] for n in names if n in installed and installed[n]["state"] in host_state.INSTALLED}
     seen.update(host_state.matching(p["patterns"], installed))
-    module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen)
+    try:
+        paths = {path: host_state.read_path(dict(w, path=path)) for w in p["read"] for path in w["paths"]}
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"host_state could not read a path: {exc}")
+    answers = []
+    for cmd in p["commands"]:
+        try:
+            env = {str(k): str(v) for k, v in cmd["environment"].items()}
+            rc, out, err = module.run_command(cmd["argv"], environ_update=env, handle_exceptions=False)
+        except OSError as exc:
+            rc, out, err = 2, "", f"[Errno {exc.errno}] {exc.strerror}: {cmd['argv'][0]}"
+        answers.append({"argv": cmd["argv"], "rc": rc, "stdout": out, "stderr": err})
+    module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,
+                     units={u["name"]: units[u["name"]] for u in p["units"]}, commands=answers)
 
 
 if __name__ == "__main__":

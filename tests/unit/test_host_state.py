@@ -306,3 +306,53 @@ def test_stopped_holds_only_when_nothing_runs():
                          ("active", False)):
         show = SHOW.replace("ActiveState=active", f"ActiveState={state}", 1)
         assert (hs.judge(want, {}, hs.parse_systemctl_show(show)) == []) is holds, state
+
+
+def test_read_path_reports_what_stat_would(tmp_path):
+    """read: unjudged, in the stat module's names (lnk_source resolved as stat resolves it), for the deploy sequence."""
+    import hashlib
+    (tmp_path / "releases" / "abc").mkdir(parents=True)
+    (tmp_path / "current").symlink_to("releases/abc")
+    (tmp_path / "unit").write_text("[Service]\n")
+    (tmp_path / "started.json").write_text('{"unit": "x"}\n')
+    got = hs.read_path({"path": str(tmp_path / "current"), "checksum": True})
+    assert got == {"exists": True, "isreg": False, "isdir": False, "islnk": True, "lnk_target": "releases/abc",
+                   "lnk_source": str(tmp_path / "releases" / "abc")}
+    got = hs.read_path({"path": str(tmp_path / "unit"), "checksum": True})
+    assert got["checksum"] == hashlib.sha256(b"[Service]\n").hexdigest() and "content" not in got
+    assert hs.read_path({"path": str(tmp_path / "started.json"), "content": True})["content"] == '{"unit": "x"}\n'
+    assert hs.read_path({"path": str(tmp_path / "gone"), "checksum": True, "content": True}) == {"exists": False}
+    # a directory has no checksum, as stat gives none
+    assert "checksum" not in hs.read_path({"path": str(tmp_path / "releases"), "checksum": True})
+
+
+def test_read_path_refuses_a_large_file_as_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(hs, "READ_CONTENT_MAX", 4)
+    (tmp_path / "big").write_text("12345")
+    with pytest.raises(ValueError):
+        hs.read_path({"path": str(tmp_path / "big"), "content": True})
+    # the checksum covers the whole file, not only what fits as text
+    import hashlib
+    assert hs.read_path({"path": str(tmp_path / "big"), "checksum": True})["checksum"] == hashlib.sha256(b"12345").hexdigest()
+
+
+def test_module_returns_paths_read_and_units(tmp_path):
+    (tmp_path / "a").write_text("x\n")
+    got = run_module("host_state", {"read": [{"paths": [str(tmp_path / "a")], "content": True},
+                                             {"paths": [str(tmp_path / "b")]}]})
+    assert got["holds"] is True, got
+    assert got["paths"] == {str(tmp_path / "a"): {"exists": True, "isreg": True, "isdir": False, "islnk": False,
+                                                  "content": "x\n"},
+                            str(tmp_path / "b"): {"exists": False}}
+    assert got["units"] == {}
+
+
+def test_module_runs_read_only_commands_in_order(tmp_path):
+    got = run_module("host_state", {"commands": [{"argv": ["sh", "-c", "echo $X; echo err >&2; exit 3"],
+                                                  "environment": {"X": "hello"}},
+                                                 {"argv": [str(tmp_path / "no-such-nvcc"), "--version"]}]})
+    assert got["holds"] is True and got["changed"] is False, got
+    first, second = got["commands"]
+    assert (first["rc"], first["stdout"], first["stderr"]) == (3, "hello\n", "err\n")
+    # a binary that is not there is an answer (rc 2), not a failure of the read
+    assert second["rc"] == 2 and "no-such-nvcc" in second["stderr"] and second["stdout"] == ""

@@ -88,3 +88,51 @@ def test_the_state_read_names_every_write_of_the_phases_it_skips(role, phases):
             assert entry.get("state", "file") == "file", path
             assert content_source(entry.get("content")) == (module, args["src"]), (
                 f"{path}: the read compares {entry.get('content')!r}, the phase writes {module} of {args['src']}")
+
+
+def test_unit_deploy_skips_the_enablement_only_where_its_read_judges_what_it_would_change():
+    """deploy.yml's one read judges the unit's enablement (and a pending daemon reload, which judge_unit counts); the
+    enablement task is skipped on `holds`, so it may change nothing the read does not judge."""
+    deploy = tasks(REPO / "roles" / "unit_deploy" / "tasks" / "deploy.yml")
+    read = next(t for t in deploy if "blackwell.serving.host_state" in t)
+    spec = read["blackwell.serving.host_state"]
+    assert set(spec) == {"read", "units"}, "the read judges only the unit: anything else would make holds mean more"
+    enable = next(t for t in deploy if t.get("ansible.builtin.systemd_service", {}).get("enabled") is True)
+    args = enable["ansible.builtin.systemd_service"]
+    assert set(args) <= {"name", "enabled", "daemon_reload"}, f"the enablement task changes more than the read judges: {args}"
+    assert spec["units"] == [{"name": args["name"], "enabled": True}]
+    conditions = enable["when"] if isinstance(enable["when"], list) else [enable["when"]]
+    assert any(f"not {read['register']}.holds" in c for c in conditions), conditions
+    # a unit file this run changed is always enabled (and systemd reloaded), whatever the read found before the write
+    assert any("unit_deploy_unit_changed" in c and "holds" in c for c in conditions), conditions
+
+
+def test_cuda_toolkit_reads_nvcc_as_path_yml_asks_it():
+    """Where the state read holds, its nvcc answer is the one judged: it must be the same command."""
+    read = tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "state.yml")[0]["blackwell.serving.host_state"]
+    ask = next(t for t in tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "path.yml")
+               if t["name"] == "path | Ask nvcc which release it is")
+    assert read["commands"] == [{"argv": ask["ansible.builtin.command"]["argv"]}]
+    assert any("not (__cuda_toolkit_holds" in c for c in ask["when"]), ask["when"]
+    judge = REPO / "roles" / "cuda_toolkit" / "vars" / "main.yml"
+    assert "__cuda_toolkit_state.commands[0] if __cuda_toolkit_holds" in judge.read_text()
+
+
+def test_uv_venv_reads_uv_and_python_as_its_tasks_ask_them():
+    """The state read's commands are the tasks' own (same argv, same environment), so their answers can stand in."""
+    read = tasks(REPO / "roles" / "uv_venv" / "tasks" / "state.yml")[0]["blackwell.serving.host_state"]["commands"]
+    uv = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "uv.yml")}
+    py = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "python.yml")}
+    argv = lambda t: [a.strip("{} ") for a in t["ansible.builtin.command"]["argv"]]  # noqa: E731
+    assert argv(uv["uv | Which uv the bootstrap environment holds"]) == ["uv_venv_uv", "--version"]
+    assert "{'argv': [uv_venv_uv, '--version']}" in read
+    found = py["python | Find the interpreter the environments use"]
+    assert argv(found) == ["uv_venv_uv", "python", "find",
+                           "uv_venv_python if uv_venv_python | length > 0 else uv_venv_python_version"]
+    assert "'python', 'find', uv_venv_python if uv_venv_python | length > 0 else uv_venv_python_version]" in read
+    managed = py["python | Look for the uv-managed Python"]
+    assert argv(managed) == ["uv_venv_uv", "python", "find", "--managed-python", "uv_venv_python_version"]
+    assert "'python', 'find', '--managed-python', uv_venv_python_version]" in read
+    for task in (found, managed):
+        assert task["environment"] == "{{ __uv_venv_env }}"
+    assert read.count("'environment': __uv_venv_env") == 2
