@@ -52,6 +52,7 @@ class Deb:
     arch: str = "amd64"
     replaces: list[str] = field(default_factory=list)
     prerm: str | None = None
+    postrm: str | None = None
 
 
 # The sources the NVIDIA packages are built from, as in NVIDIA's debian12 repository: most come from
@@ -197,9 +198,52 @@ def headers_metapackage() -> Deb:
                source="linux-signed-amd64", depends=[f"linux-headers-{release}"], section="kernel")
 
 
+def cuda_config_debs() -> list[Deb]:
+    """The toolkit's configuration packages as in NVIDIA's repository (checked on a host with CUDA 13.0 from it):
+    every ``cuda-cudart-X-Y`` depends on ``cuda-toolkit-config-common``, ``cuda-toolkit-X-config-common`` and
+    ``cuda-toolkit-X-Y-config-common`` (architecture all). The release's own one registers ``/usr/local/cuda``
+    and ``/usr/local/cuda-X`` as alternatives (``update-alternatives --install``, priority XY without the dot)
+    in its postinst and removes them in its postrm: dpkg owns the stable path, and in automatic mode the
+    newest toolkit installed wins it. One package of each shared name, at the newest release of its scope, one
+    release-specific package per toolkit version. Their maintainer scripts are NVIDIA's, line for line; as there,
+    ``update-alternatives --install`` fails where the release's directory is not there yet (apt unpacks the
+    toolkit's other packages first)."""
+    debs: list[Deb] = []
+    newest_of: dict[str, str] = {}
+    for suffix, version, _ in CUDA_RELEASES:
+        major = suffix.split("-")[0]
+        for name in ("cuda-toolkit-config-common", f"cuda-toolkit-{major}-config-common"):
+            newest_of[name] = max(newest_of.get(name, version), version, key=lambda v: tuple(map(int, v.split("."))))
+        release = suffix.replace("-", ".")
+        prefix = f"/usr/local/cuda-{release}"
+        priority = int(suffix.replace("-", ""))
+        postinst = ("#! /bin/sh\n\nset -e\n\ncase \"$1\" in\n    configure)\n        echo Setting alternatives\n"
+                    f"        update-alternatives --install /usr/local/cuda cuda {prefix} {priority}\n"
+                    f"        update-alternatives --install /usr/local/cuda-{major} cuda-{major} {prefix} {priority}\n"
+                    "        ldconfig\n        ;;\nesac\n\nexit 0\n")
+        postrm = ("#! /bin/sh\n\nset -e\n\ncase \"$1\" in\n    remove|purge)\n        echo Removing alternatives\n"
+                  f"        update-alternatives --remove cuda {prefix}\n"
+                  f"        update-alternatives --remove cuda-{major} {prefix}\n"
+                  "        ldconfig\n        ;;\nesac\n")
+        debs.append(Deb(f"cuda-toolkit-{suffix}-config-common", f"{version}-1",
+                        f"Common config package for CUDA Toolkit {release}", arch="all",
+                        postinst=postinst, postrm=postrm, section="multiverse/devel"))
+    ldconfig = ("#! /bin/sh\n\nset -e\n\ncase \"$1\" in\n    configure)\n        ldconfig\n        ;;\nesac\n\nexit 0\n",
+                "#! /bin/sh\n\nset -e\n\ncase \"$1\" in\n    remove|purge)\n        ldconfig\n        ;;\nesac\n")
+    for name, version in newest_of.items():
+        major = name.removeprefix("cuda-toolkit-").removesuffix("config-common").strip("-")
+        conf, lib = ((f"{1000 - int(major)}_cuda-{major}.conf", f"/usr/local/cuda-{major}/targets/x86_64-linux/lib")
+                     if major else ("000_cuda.conf", "/usr/local/cuda/targets/x86_64-linux/lib"))
+        debs.append(Deb(name, f"{version}-1", f"Common config package for CUDA Toolkit{' ' + major if major else ''}",
+                        arch="all", files={f"etc/ld.so.conf.d/{conf}": (f"{lib}\n".encode(), 0o644)},
+                        postinst=ldconfig[0], postrm=ldconfig[1]))
+    return debs
+
+
 def cuda_debs(suffix: str, version: str, nvcc_version: str) -> list[Deb]:
     v = f"{version}-1"
     release = suffix.replace("-", ".")
+    major = suffix.split("-")[0]
     nvcc = (STANDINS / "nvcc.py").read_text().replace("@RELEASE@", release).replace("@FULL@", nvcc_version)
     return [
         Deb(f"cuda-toolkit-{suffix}", v, f"CUDA Toolkit {release} meta-package",
@@ -207,6 +251,8 @@ def cuda_debs(suffix: str, version: str, nvcc_version: str) -> list[Deb]:
         Deb(f"cuda-nvcc-{suffix}", f"{nvcc_version}-1", "CUDA nvcc",
             files={f"usr/local/cuda-{release}/bin/nvcc": (nvcc.encode(), 0o755)}),
         Deb(f"cuda-cudart-{suffix}", v, "CUDA Runtime native Libraries",
+            depends=["cuda-toolkit-config-common", f"cuda-toolkit-{major}-config-common",
+                     f"cuda-toolkit-{suffix}-config-common"],
             files={f"usr/local/cuda-{release}/lib64/README.lab-standin": (b"Lab stand-in of libcudart\n", 0o644)}),
         # The full meta-package also pulls the driver: the toolkit role must not install it.
         Deb(f"cuda-{suffix}", v, f"CUDA {release} meta-package (toolkit and driver)",
@@ -220,6 +266,7 @@ def all_debs(key_binary: bytes = b"", repo_url: str = REPO_URL) -> list[Deb]:
         debs += driver_debs(ver)
     for rel in CUDA_RELEASES:
         debs += cuda_debs(*rel)
+    debs += cuda_config_debs()
     debs += [cuda_keyring(key_binary, repo_url), headers_metapackage()]
     return debs
 
@@ -246,7 +293,7 @@ def build_deb(deb: Deb, out: Path, scratch: Path) -> Path:
     control.append(f"Description: {deb.description} (lab stand-in)\n"
                    " Built by the blackwell.serving lab; its content is a stand-in.")
     (stage / "DEBIAN/control").write_text("\n".join(control) + "\n")
-    for script, text in (("postinst", deb.postinst), ("prerm", deb.prerm)):
+    for script, text in (("postinst", deb.postinst), ("prerm", deb.prerm), ("postrm", deb.postrm)):
         if text:
             (stage / "DEBIAN" / script).write_text(text)
             (stage / "DEBIAN" / script).chmod(0o755)

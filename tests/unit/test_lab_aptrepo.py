@@ -41,6 +41,26 @@ def test_toolkit_does_not_pull_the_driver(repo):
     assert "nvidia" not in dep and "cuda-drivers" not in dep
 
 
+def test_the_toolkit_config_packages_own_the_stable_path_as_upstream(repo, tmp_path):
+    # as NVIDIA's repository (read on a host with 13.0): cudart pulls three config packages, and the release's
+    # own registers /usr/local/cuda and /usr/local/cuda-X as alternatives, priority XY, removed again on remove
+    pk = stanzas(repo)
+    assert pk[("cuda-cudart-12-9", "12.9.1-1")]["Depends"] == (
+        "cuda-toolkit-config-common, cuda-toolkit-12-config-common, cuda-toolkit-12-9-config-common")
+    assert pk[("cuda-toolkit-12-9-config-common", "12.9.1-1")]["Architecture"] == "all"
+    assert ("cuda-toolkit-12-9-config-common", "12.9.0-1") in pk
+    assert ("cuda-toolkit-config-common", "13.0.2-1") in pk and ("cuda-toolkit-12-config-common", "12.9.1-1") in pk
+    deb = repo / pk[("cuda-toolkit-13-0-config-common", "13.0.2-1")]["Filename"]
+    subprocess.run(["dpkg-deb", "-e", str(deb), str(tmp_path / "ctl")], check=True)
+    postinst = (tmp_path / "ctl/postinst").read_text()
+    assert "update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-13.0 130\n" in postinst
+    assert "update-alternatives --install /usr/local/cuda-13 cuda-13 /usr/local/cuda-13.0 130\n" in postinst
+    assert "        update-alternatives --remove cuda /usr/local/cuda-13.0\n" in (tmp_path / "ctl/postrm").read_text()
+    shared = repo / pk[("cuda-toolkit-13-config-common", "13.0.2-1")]["Filename"]
+    listing = subprocess.run(["dpkg-deb", "-c", str(shared)], capture_output=True, text=True, check=True).stdout
+    assert "./etc/ld.so.conf.d/987_cuda-13.conf" in listing
+
+
 def test_release_is_signed_by_the_published_key(repo, tmp_path):
     keyring = tmp_path / "k.gpg"
     subprocess.run(["gpg", "--batch", "--dearmor", "-o", str(keyring), str(repo / aptrepo.KEY_FILE)], check=True)

@@ -112,10 +112,26 @@ def test_cuda_toolkit_reads_nvcc_as_path_yml_asks_it():
     read = tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "state.yml")[0]["blackwell.serving.host_state"]
     ask = next(t for t in tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "path.yml")
                if t["name"] == "path | Ask nvcc which release it is")
-    assert read["commands"] == [{"argv": ask["ansible.builtin.command"]["argv"]}]
+    assert read["commands"][0] == {"argv": ask["ansible.builtin.command"]["argv"]}
     assert any("not (__cuda_toolkit_holds" in c for c in ask["when"]), ask["when"]
     judge = REPO / "roles" / "cuda_toolkit" / "vars" / "main.yml"
     assert "__cuda_toolkit_state.commands[0] if __cuda_toolkit_holds" in judge.read_text()
+
+
+def test_cuda_toolkit_reads_the_alternative_as_path_yml_reads_it():
+    """dpkg's alternative for /usr/local/cuda: the state read asks what path.yml asks, and holds only where it is
+    set by hand to the pinned release (the regex path.yml's --set task is skipped on)."""
+    read = tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "state.yml")
+    path = {t["name"]: t for t in tasks(REPO / "roles" / "cuda_toolkit" / "tasks" / "path.yml")}
+    ask = path["path | Read the alternative that owns the stable path"]["ansible.builtin.command"]["argv"]
+    assert ask == "{{ __cuda_toolkit_alternative_query_argv }}"
+    assert "__cuda_toolkit_alternative_query_argv if __cuda_toolkit_alternative" in \
+        read[0]["blackwell.serving.host_state"]["commands"][1]["argv"]
+    holds = read[1]["ansible.builtin.set_fact"]["__cuda_toolkit_holds"]
+    assert "commands[1].stdout is search(__cuda_toolkit_alternative_pinned_regex)" in holds
+    setter = path["path | The alternative is set to the pinned release, by hand"]
+    assert "__cuda_toolkit_alternative_read.stdout is not search(__cuda_toolkit_alternative_pinned_regex)" in \
+        setter["when"]
 
 
 def test_uv_venv_reads_uv_and_python_as_its_tasks_ask_them():
