@@ -1,0 +1,74 @@
+"""site.yml reads a converged host's weights once: the early start (entry point `start`) reads the layout and the
+snapshot, and where the pinned revision was complete, the main entry point later in the same run trusts that read
+on the same inputs instead of repeating it (about eight round trips on a converged host)."""
+import re
+
+import yaml
+
+from conftest import REPO
+
+TASKS = REPO / "roles" / "model_weights" / "tasks"
+
+
+def _tasks(name):
+    return yaml.safe_load((TASKS / name).read_text())
+
+
+def _key_vars():
+    text = (REPO / "roles" / "model_weights" / "vars" / "main.yml").read_text()
+    key = yaml.safe_load(text)["__model_weights_inputs_key"]
+    return set(re.findall(r"\b(model_weights_\w+|ansible_check_mode)\b", key))
+
+
+def test_the_start_marks_only_a_complete_revision():
+    mark = next(t for t in _tasks("start.yml") if "ansible.builtin.set_fact" in t)
+    assert mark["ansible.builtin.set_fact"] == {"__model_weights_start_complete": "{{ __model_weights_inputs_key }}"}
+    assert "__model_weights_before.complete | default(false) | bool" in mark["when"]
+    # it comes after the read it vouches for
+    names = [t["name"] for t in _tasks("start.yml")]
+    assert names.index(mark["name"]) == len(names) - 1
+
+
+def test_the_main_entry_point_skips_the_read_on_the_same_inputs_only_once():
+    stage = _tasks("stage.yml")
+    for file in ("layout.yml", "download.yml"):
+        task = next(t for t in stage if t.get("ansible.builtin.include_tasks", {}).get("file") == file)
+        # included: a skipped import would replace the start's registered results with skipped ones
+        assert "__model_weights_start_complete | default('') != __model_weights_inputs_key" in task["when"]
+        assert task["ansible.builtin.include_tasks"]["apply"]["tags"] == task["tags"]
+    clear = next(t for t in stage if "ansible.builtin.set_fact" in t)
+    assert clear["ansible.builtin.set_fact"] == {"__model_weights_start_complete": ""}
+    order = [t["name"] for t in stage]
+    assert order.index(clear["name"]) > max(i for i, t in enumerate(stage) if "ansible.builtin.include_tasks" in t)
+
+
+def test_the_key_covers_every_input_of_the_read_on_a_complete_revision():
+    """A task of layout.yml, or of download.yml that runs where the revision is complete, reads these variables:
+    each must be in the key, or a changed input would be answered by a stale read."""
+    read = [t for t in _tasks("layout.yml")]
+    read += [t for t in _tasks("download.yml") if "not __model_weights_before.complete" not in str(t.get("when", ""))]
+    used = set()
+    for task in read:
+        used |= set(re.findall(r"\bmodel_weights_(?!token\b)\w+", yaml.safe_dump(task)))
+    defaults = yaml.safe_load((REPO / "roles" / "model_weights" / "defaults" / "main.yml").read_text())
+    used = {v for v in used if v in defaults}
+    assert used, "no inputs found: the test reads the wrong files"
+    assert used <= _key_vars(), used - _key_vars()
+    assert {"ansible_check_mode", "model_weights_download"} <= _key_vars()
+
+
+def test_nothing_between_the_start_and_the_main_entry_point_touches_the_weights():
+    """site.yml's roles between the two entry points are the driver, CUDA and the Python stack: none of them
+    names a model_weights_ variable or the model's path (a role that did could change what the start read)."""
+    site = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
+    steps = [((t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role"))["name"].rsplit(".", 1)[-1],
+              (t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role")).get("tasks_from", "main"))
+             for play in site for t in play.get("tasks", [])
+             if "ansible.builtin.import_role" in t or "ansible.builtin.include_role" in t]
+    start = steps.index(("model_weights", "start"))
+    main = steps.index(("model_weights", "main"), start)
+    roles = steps[start + 1:main]
+    assert {"nvidia_driver", "cuda_toolkit", "sglang"} <= {r for r, _ in roles}, roles
+    for role, _ in roles:
+        for path in (REPO / "roles" / role / "tasks").glob("*.yml"):
+            assert not re.search(r"\bmodel_weights_", path.read_text()), (role, path.name)
