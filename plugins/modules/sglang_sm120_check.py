@@ -192,6 +192,7 @@ head:
   sample: 3f9fc8b848365a5797a44856854e3e6f00a60dd0
 """
 
+import glob
 import inspect
 import json
 import os
@@ -255,10 +256,40 @@ class Probe:
             return {"status": "failed", "error": f"the probe printed no verdict: {(out + err).strip()[-1500:]}"}
 
     def triton_version(self):
-        return self._run("--triton-version").get("triton")
+        # A virtual environment's own Triton is the one its interpreter finds first: its metadata answers without
+        # starting the interpreter (on a converged host the verdict then comes from the cache with no process).
+        # Anything else (no venv, no Triton or two of them in it) is asked of the interpreter itself.
+        found = venv_distribution_version(self.python, "triton")
+        return found if found else self._run("--triton-version").get("triton")
 
     def judge(self, file, capability, head_dims):
         return self._run(json.dumps({"file": file, "capability": list(capability), "head_dims": head_dims}))
+
+
+def venv_distribution_version(python, name):
+    """The version in the METADATA of the one installed distribution NAME of the virtual environment PYTHON
+    belongs to (its prefix holds pyvenv.cfg), or None where there is not exactly one."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    if not os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        return None
+    found = []
+    for sp in glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages")):
+        for dist in glob.glob(os.path.join(sp, "*.dist-info")):
+            dist_name = os.path.basename(dist)[:-len(".dist-info")].rsplit("-", 1)[0]
+            if dist_name.replace("-", "_").lower() == name.replace("-", "_").lower():
+                found.append(dist)
+    if len(found) != 1:
+        return None
+    try:
+        with open(os.path.join(found[0], "METADATA"), encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+                if not line.strip():
+                    break
+    except OSError:
+        return None
+    return None
 
 
 def read_cache(path, key):

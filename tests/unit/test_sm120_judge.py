@@ -274,3 +274,46 @@ def test_cache_key_follows_the_kernel_triton_and_head_dims(tmp_path):
     assert key != sm120.cache_key([str(f)], "3.5.1", GLM5_DIMS, (12, 0), 101376, "probe 2")
     f.write_text("x = 2\n")
     assert key != sm120.cache_key([str(f)], "3.5.1", GLM5_DIMS, (12, 0), 101376, "probe")
+
+
+def _venv(tmp_path, dists):
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    sp = prefix / "lib" / "python3.12" / "site-packages"
+    for name, version in dists:
+        d = sp / f"{name}-{version}.dist-info"
+        d.mkdir(parents=True)
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nVersion: 0.0 (body)\n")
+    # an interpreter that says when it was started
+    python = prefix / "bin" / "python"
+    python.write_text(f"#!/bin/sh\necho started >> {tmp_path}/started\necho '{{\"triton\": \"9.9.9\"}}'\n")
+    python.chmod(0o755)
+    return python
+
+
+class _Module:
+    def __init__(self, tmp_path):
+        self.tmpdir = str(tmp_path / "tmp")
+
+    def run_command(self, argv, environ_update=None):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, **(environ_update or {})))
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_the_venvs_triton_is_read_from_its_metadata_without_starting_python(tmp_path):
+    from ansible_collections.blackwell.serving.plugins.modules import sglang_sm120_check as mod
+    python = _venv(tmp_path, [("triton", "3.5.1"), ("torch", "2.9.1"), ("triton_kernels", "1.0")])
+    assert mod.Probe(_Module(tmp_path), str(python)).triton_version() == "3.5.1"
+    assert not (tmp_path / "started").exists()
+
+
+@pytest.mark.parametrize("dists", [[], [("triton", "3.5.1"), ("Triton", "3.4.0")]], ids=["none", "two"])
+def test_without_exactly_one_triton_in_the_venv_the_interpreter_is_asked(tmp_path, dists):
+    from ansible_collections.blackwell.serving.plugins.modules import sglang_sm120_check as mod
+    python = _venv(tmp_path, dists)
+    assert mod.Probe(_Module(tmp_path), str(python)).triton_version() == "9.9.9"
+    assert (tmp_path / "started").read_text() == "started\n"
+    # not a virtual environment at all: asked too
+    (python.parent.parent / "pyvenv.cfg").unlink()
+    assert mod.venv_distribution_version(str(python), "triton") is None
