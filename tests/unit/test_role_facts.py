@@ -1,0 +1,56 @@
+"""A role that reads the host's facts gathers them itself where the play did not (gather_facts: false).
+
+Without it the role stops with "object of type 'dict' has no attribute 'distribution'" on its first platform
+check, as the Molecule verify of cuda_toolkit did when it included the role in a play that gathers nothing.
+"""
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+FACT = re.compile(r"ansible_facts(?:\[['\"]|\.)([a-z_0-9]+)")
+# what ansible.builtin.setup's subsets give: min (platform, distribution, cmdline) and hardware (processor)
+MIN = {"os_family", "distribution", "distribution_version", "distribution_major_version", "distribution_release",
+       "architecture", "kernel", "machine_id", "cmdline", "proc_cmdline"}
+HARDWARE = {"processor", "processor_count", "memtotal_mb", "mounts"}
+# facts that other modules set (package_facts, gpu_facts) or that only a group's own play gathers
+SET_ELSEWHERE = {"packages", "nvidia_gpu", "default_ipv4"}
+
+
+def facts_read(role):
+    found = set()
+    for sub in ("tasks", "vars", "defaults", "templates", "handlers"):
+        for path in (REPO / "roles" / role / sub).glob("**/*"):
+            if path.is_file():
+                found |= set(FACT.findall(path.read_text()))
+    return found - SET_ELSEWHERE
+
+
+ROLES = sorted(p.name for p in (REPO / "roles").iterdir() if (p / "tasks" / "main.yml").exists())
+
+
+def test_every_fact_read_is_known():
+    unknown = {role: facts_read(role) - MIN - HARDWARE for role in ROLES}
+    assert {role: facts for role, facts in unknown.items() if facts} == {}
+
+
+@pytest.mark.parametrize("role", [r for r in ROLES if facts_read(r)])
+def test_role_gathers_what_it_reads(role):
+    first = yaml.safe_load((REPO / "roles" / role / "tasks" / "main.yml").read_text())[0]
+    assert "ansible.builtin.setup" in first, f"{role}: the first task of main.yml gathers facts"
+    subsets = set(first["ansible.builtin.setup"]["gather_subset"])
+    needs = facts_read(role)
+    assert "min" in subsets
+    assert ("hardware" in subsets) == bool(needs & HARDWARE), (role, needs & HARDWARE)
+    when = first["when"] if isinstance(first["when"], str) else " or ".join(first["when"])
+    assert "ansible_facts['os_family'] is not defined" in when
+    for fact in needs & HARDWARE:
+        assert f"ansible_facts['{fact}'] is not defined" in when
+    assert first["tags"] == ["always"]
+
+
+def test_the_roles_that_read_facts():
+    assert sorted(r for r in ROLES if facts_read(r)) == [
+        "cuda_toolkit", "nvidia_driver", "nvidia_repo", "preflight", "sglang", "uv_venv"]
