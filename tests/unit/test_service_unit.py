@@ -163,3 +163,21 @@ def test_multi_node_preflight_refuses_bad_input(tmp_path, extra, says):
                           cwd=str(REPO), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert says in proc.stdout and "Nothing was changed" in proc.stdout
+
+
+@pytest.mark.parametrize("extra, asks", [
+    ({}, True),
+    # nvidia_driver's preflight read them earlier in the run: its answer stands
+    ({"nvidia_driver_gpus_read": {"changed": False, "failed": False}}, False),
+    # a registered read that was skipped read nothing
+    ({"nvidia_driver_gpus_read": {"changed": False, "skipped": True}}, True),
+])
+def test_preflight_asks_the_driver_unless_nvidia_driver_did_in_this_run(tmp_path, extra, asks):
+    (tmp_path / "config.json").write_text("{}")
+    extra = dict(extra, sglang_service_model_path=str(tmp_path))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories" / "production"),
+                           str(REPO / "tests" / "render" / "preflight_service.yml"), "-e", json.dumps(extra)],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    task = proc.stdout.split("Ask the driver which GPUs it sees", 1)[1].split("TASK [", 1)[0]
+    assert ("ok: [" in task) == asks and ("skipping: [" in task) == (not asks), task
