@@ -61,5 +61,5 @@ path:
   description: The file written (or found already holding the content).
   returned: success
   type: str
-  sample: /home/ops/verify-reports/gpu-01.json
+  sample: /srv/fleet/playbooks/verify-reports/gpu-01.json
 """
