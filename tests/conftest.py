@@ -40,3 +40,18 @@ if importlib.util.find_spec("xdist"):
                 return work_unit(nodeid)
 
         return LabScheduling(config, log)
+
+
+TASK_BLOCK_KEYS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
+
+
+def yaml_tasks(node):
+    """Every task (and play) mapping under a parsed YAML file, blocks and plays included."""
+    if isinstance(node, list):
+        for item in node:
+            yield from yaml_tasks(item)
+    elif isinstance(node, dict):
+        yield node
+        for key in TASK_BLOCK_KEYS:
+            if isinstance(node.get(key), list):
+                yield from yaml_tasks(node[key])

@@ -8,11 +8,10 @@ in a second.
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, yaml_tasks
 
 CONDITION_KEYS = ("when", "failed_when", "changed_when", "until")
 ASSERT_ACTIONS = ("assert", "ansible.builtin.assert", "ansible.legacy.assert")
-BLOCK_KEYS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
 
 
 def _yaml_files():
@@ -21,18 +20,6 @@ def _yaml_files():
                     "tests/**/*.yml", "benchmarks/*.yml"):
         files.extend(REPO.glob(pattern))
     return sorted(set(files))
-
-
-def _tasks(node):
-    """Every task (and play) mapping under node, blocks and plays included."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in BLOCK_KEYS:
-            if isinstance(node.get(key), list):
-                yield from _tasks(node[key])
 
 
 def _conditions(task):
@@ -52,7 +39,7 @@ def _bad(value):
 
 def problems(text, name="<text>"):
     found = []
-    for task in _tasks(yaml.safe_load(text)):
+    for task in yaml_tasks(yaml.safe_load(text)):
         for key, value in _conditions(task):
             for item in _bad(value):
                 found.append(f"{name}: {task.get('name', '(unnamed)')}: {key}: {item!r}")

@@ -12,7 +12,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, yaml_tasks
 
 INPUTS = re.compile(r"^(__(\w+)_preflight_inputs):\s*(?:>-\s*)?(.*?)(?=^\S)", re.M | re.S)
 PATTERN = re.compile(r"varnames',\s*'([^']+)'")
@@ -26,22 +26,11 @@ def patterns():
     return found
 
 
-def tasks_in(node):
-    if isinstance(node, list):
-        for item in node:
-            yield from tasks_in(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
-            if key in node:
-                yield from tasks_in(node[key])
-
-
 def all_tasks():
     files = list((REPO / "roles").glob("*/tasks/*.yml")) + list((REPO / "roles").glob("*/handlers/*.yml"))
     files += list((REPO / "playbooks").glob("*.yml"))
     for path in files:
-        for task in tasks_in(yaml.safe_load(path.read_text()) or []):
+        for task in yaml_tasks(yaml.safe_load(path.read_text()) or []):
             yield path, task
 
 
