@@ -138,7 +138,7 @@ def test_uv_venv_reads_uv_and_python_as_its_tasks_ask_them():
     """The state read's commands are the tasks' own (same argv, same environment), so their answers can stand in."""
     read = tasks(REPO / "roles" / "uv_venv" / "tasks" / "state.yml")[0]["blackwell.serving.host_state"]["commands"]
     uv = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "uv.yml")}
-    py = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "python.yml")}
+    py = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "python_find.yml")}
     argv = lambda t: [a.strip("{} ") for a in t["ansible.builtin.command"]["argv"]]  # noqa: E731
     assert argv(uv["uv | Which uv the bootstrap environment holds"]) == ["uv_venv_uv", "--version"]
     assert "{'argv': [uv_venv_uv, '--version']}" in read
