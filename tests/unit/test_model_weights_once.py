@@ -37,7 +37,11 @@ def test_the_main_entry_point_skips_the_read_on_the_same_inputs_only_once():
         assert "__model_weights_start_complete | default('') != __model_weights_inputs_key" in task["when"]
         assert task["ansible.builtin.include_tasks"]["apply"]["tags"] == task["tags"]
     clear = next(t for t in stage if "ansible.builtin.set_fact" in t)
-    assert clear["ansible.builtin.set_fact"] == {"__model_weights_start_complete": ""}
+    # cleared on every run of the stage, and what it said passed on to wait.yml and switch.yml for this run only
+    assert "when" not in clear
+    assert clear["ansible.builtin.set_fact"] == {
+        "__model_weights_start_complete": "",
+        "__model_weights_trusted": "{{ __model_weights_start_complete | default('') == __model_weights_inputs_key }}"}
     order = [t["name"] for t in stage]
     assert order.index(clear["name"]) > max(i for i, t in enumerate(stage) if "ansible.builtin.include_tasks" in t)
 
@@ -72,3 +76,21 @@ def test_nothing_between_the_start_and_the_main_entry_point_touches_the_weights(
     for role, _ in roles:
         for path in (REPO / "roles" / role / "tasks").glob("*.yml"):
             assert not re.search(r"\bmodel_weights_", path.read_text()), (role, path.name)
+
+
+def test_wait_and_switch_trust_the_start_only_where_it_found_the_revision_complete():
+    """Where the early start found the revision complete, the main entry point neither verifies the snapshot again
+    nor reads the link again when it points at the revision; the output model_weights_previous_dir is set either
+    way. The switch entry point alone (repin.yml, no early start) trusts nothing."""
+    verify = next(t for t in _tasks("wait.yml") if "blackwell.serving.model_snapshot" in t)
+    assert "not (__model_weights_trusted | default(false) | bool)" in verify["when"]
+    switch = _tasks("switch.yml")
+    link = next(t for t in switch if "ansible.builtin.include_tasks" in t)
+    assert link["ansible.builtin.include_tasks"]["file"] == "switch_link.yml"
+    # included: a skipped stat would replace the start's registered link with a skipped result
+    assert any("__model_weights_trusted | default(false) | bool" in w
+               and "__model_weights_link.stat.lnk_target | default('') == __model_weights_dir" in w
+               for w in link["when"])
+    assert "model_weights_previous_dir" in next(t for t in switch if "ansible.builtin.set_fact" in t)[
+        "ansible.builtin.set_fact"]
+    assert not any("__model_weights_trusted" in yaml.safe_dump(t) for t in _tasks("switch_link.yml"))
