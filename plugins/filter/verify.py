@@ -24,6 +24,8 @@ def role_defaults(roles, roles_dir, names=None):
     if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
         raise AnsibleFilterError("role_defaults expects a list of role names")
     merged = {}
+    # a set, once: `in` on the lazy list a template passes walks (and renders) it on every test
+    wanted = None if names is None else {str(n) for n in names}
     for role in roles:
         path = os.path.join(str(roles_dir), role, "defaults", "main.yml")
         try:
@@ -34,9 +36,10 @@ def role_defaults(roles, roles_dir, names=None):
                     _ROLE_DEFAULTS[key] = from_yaml(fh.read()) or {}
         except OSError as exc:
             raise AnsibleFilterError(f"role_defaults: cannot read {path}: {exc.strerror}") from exc
-        merged.update(_ROLE_DEFAULTS[key] if names is None else
-                      {k: v for k, v in _ROLE_DEFAULTS[key].items() if k in names})
-    return copy.deepcopy(merged)
+        merged.update(_ROLE_DEFAULTS[key] if wanted is None else
+                      {k: v for k, v in _ROLE_DEFAULTS[key].items() if k in wanted})
+    # scalars are immutable: only containers are copied, so that no caller changes the cache
+    return {k: v if isinstance(v, (str, int, float, bool, type(None))) else copy.deepcopy(v) for k, v in merged.items()}
 
 
 def stack_checks(found, expected, groups=verify.STACK_GROUPS):

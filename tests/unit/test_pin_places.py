@@ -169,3 +169,12 @@ def test_verify_compares_with_the_stack_file(tmp_path):
     assert got["driver"] == "590.10.1" and got["commit"] == "a" * 40
     assert got["url"] == "http://127.0.0.1:31000" and got["revision"] == "b" * 40
     assert got["stack"]["nvidia_driver_version"] == "590.10.1" and got["stack"]["model_revision"] == "b" * 40
+
+
+def test_verify_reads_each_name_from_the_play_else_from_its_owning_role():
+    """verify's __verify_stack: one entry per name it reads, the play's value else the owning role's default (an
+    entry per name, so that a read templates one value, not the whole stack)."""
+    var = yaml.safe_load((REPO / "roles/verify/vars/main.yml").read_text())
+    assert list(var["__verify_stack"]) == var["__verify_stack_names"]
+    for name, expr in var["__verify_stack"].items():
+        assert expr == f"{{{{ {name} | default(__verify_role_defaults['{name}']) }}}}"
