@@ -55,3 +55,29 @@ def yaml_tasks(node):
         for key in TASK_BLOCK_KEYS:
             if isinstance(node.get(key), list):
                 yield from yaml_tasks(node[key])
+
+
+def _gpg_keys(home):
+    """Two OpenPGP keys made with gpg in a fresh home: [(fingerprint, armored public key), ...]."""
+    import subprocess
+    home.chmod(0o700)
+
+    def g(*args):
+        return subprocess.run(["gpg", "--batch", "--quiet", "--homedir", str(home), *args],
+                              capture_output=True, check=True).stdout
+    for name in ("nvidia", "other"):
+        g("--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key", f"{name} <{name}@localhost>",
+          "ed25519", "sign", "never")
+    fprs = [line.split(":")[9] for line in g("--with-colons", "--fingerprint").decode().splitlines()
+            if line.startswith("fpr:")]
+    return [(fpr, g("--armor", "--export", fpr).decode()) for fpr in fprs]
+
+
+try:
+    import pytest
+
+    @pytest.fixture(scope="session")
+    def gpg_keys(tmp_path_factory):
+        return _gpg_keys(tmp_path_factory.mktemp("gnupg"))
+except ImportError:  # imported outside pytest (the lab's scripts): no fixtures
+    pass

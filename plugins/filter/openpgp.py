@@ -77,9 +77,15 @@ def _packets(data):
         i += hdr + length
 
 
-def openpgp_fingerprints(key, subkeys=False):
+def openpgp_fingerprints(key, subkeys=False, strict=True):
     """Upper-case hex fingerprints of the primary keys (and subkeys if asked) in an armored key file, or in a
-    binary keyring given as base64 (what ansible.builtin.slurp returns)."""
+    binary keyring given as base64 (what ansible.builtin.slurp returns). Not strict: a file that is no key file
+    (an installed file someone replaced, an empty one) has no fingerprints, instead of an error."""
+    if not strict:
+        try:
+            return openpgp_fingerprints(key, subkeys)
+        except AnsibleFilterError:
+            return []
     if isinstance(key, bytes):
         data = key
     elif "-----BEGIN PGP" in str(key):

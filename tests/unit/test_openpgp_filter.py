@@ -42,3 +42,13 @@ def test_another_key_does_not_match(gnupg):
 def test_garbage_is_an_error():
     with pytest.raises(AnsibleFilterError):
         openpgp_fingerprints("<html>404 Not Found</html>")
+
+
+@pytest.mark.parametrize("text", ["<html>404 Not Found</html>", "", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!\n"])
+def test_not_strict_a_file_that_is_no_key_has_no_fingerprint(text):
+    assert openpgp_fingerprints(text, strict=False) == []
+
+
+def test_not_strict_a_key_still_gives_its_fingerprint(gnupg):
+    g, fprs = gnupg
+    assert openpgp_fingerprints(g("--armor", "--export", fprs[0]).decode(), strict=False) == [fprs[0]]

@@ -1,0 +1,84 @@
+"""nvidia_repo on the Debian family trusts the installed key while its fingerprint is the pinned one: a converged
+host's run fetches nothing (one round trip fewer). Any other installed file (another key, garbage, none) is not
+trusted: the key is fetched and checked as on a new host, and written again."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+ROLE = REPO / "roles" / "nvidia_repo"
+KEY_PATH = "/etc/apt/keyrings/nvidia-cuda.asc"
+# the role's own expression, rendered by ansible-playbook (it names the collection's filter) for every case at once
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  vars_files: [{role}/defaults/main.yml, {role}/vars/main.yml]
+  tasks:
+    - name: Judge each case
+      ansible.builtin.debug:
+        msg: "{{{{ __nvidia_repo_holds | bool }}}}"
+      loop: "{{{{ cases }}}}"
+      vars:
+        nvidia_repo_key_fingerprint: "{{{{ item.pinned }}}}"
+        __nvidia_repo_state: "{{{{ item.state }}}}"
+      register: judged
+    - name: Write the answers
+      ansible.builtin.copy:
+        dest: "{{{{ out }}}}"
+        content: "{{{{ judged.results | map(attribute='msg') | list | to_json }}}}"
+        mode: "0644"
+"""
+
+
+@pytest.fixture(scope="module")
+def keys(gpg_keys):
+    return gpg_keys
+
+
+def case(state_holds, installed, pinned):
+    read = {"exists": installed is not None, "isreg": installed is not None}
+    if installed is not None:
+        read["content"] = installed
+    return {"pinned": pinned, "state": {"holds": state_holds, "paths": {KEY_PATH: read}}}
+
+
+def judge(tmp_path, cases):
+    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(role=ROLE))
+    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
+    out = tmp_path / "judged.json"
+    args = {"ansible_python_interpreter": sys.executable, "cases": cases, "out": str(out)}
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
+                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_only_the_installed_pinned_key_is_trusted(keys, tmp_path):
+    (fpr, text), (_, other) = keys
+    spaced = " ".join(fpr[i:i + 4] for i in range(0, 40, 4)).lower()
+    trusted = [case(True, text, fpr), case(True, text, spaced)]
+    # another key, a page that is no key, an empty file, no file: fetched and checked as on a new host
+    refused = [case(True, other, fpr), case(True, "<html>404</html>", fpr), case(True, "", fpr), case(True, None, fpr),
+               # a state read that differs is not trusted whatever the key
+               case(False, text, fpr)]
+    assert judge(tmp_path, trusted + refused) == [True] * len(trusted) + [False] * len(refused)
+
+
+def test_the_key_is_fetched_and_checked_only_where_the_read_does_not_hold():
+    tasks = yaml.safe_load((ROLE / "tasks" / "repository-debian.yml").read_text())
+    actions = [next(k for k in t if k.startswith(("ansible.builtin.", "blackwell.serving."))) for t in tasks]
+    assert actions[:4] == ["blackwell.serving.host_state", "ansible.builtin.uri", "ansible.builtin.assert",
+                           "ansible.builtin.include_tasks"]
+    read = tasks[0]["blackwell.serving.host_state"]["read"]
+    assert read == [{"paths": ["{{ __nvidia_repo_key_path }}"], "content": True}]
+    for task in tasks[1:4]:
+        assert task["when"] == "not __nvidia_repo_holds"
+    assert yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__nvidia_repo_key_path"] == KEY_PATH
