@@ -94,3 +94,23 @@ def test_wait_and_switch_trust_the_start_only_where_it_found_the_revision_comple
     assert "model_weights_previous_dir" in next(t for t in switch if "ansible.builtin.set_fact" in t)[
         "ansible.builtin.set_fact"]
     assert not any("__model_weights_trusted" in yaml.safe_dump(t) for t in _tasks("switch_link.yml"))
+
+
+def test_the_layout_read_judges_what_the_directory_task_and_the_token_removal_would_change():
+    """layout.yml's one read stands in for download.yml's directories and wait.yml's token removal where it holds:
+    it must judge exactly the directories that task makes, with the same owner, group and mode, and the token's
+    file absent."""
+    read = next(t for t in _tasks("layout.yml") if "blackwell.serving.host_state" in t)["blackwell.serving.host_state"]
+    mkdir = next(t for t in _tasks("download.yml") if t["name"] == "download | The revision's directory")
+    judged = {f["path"]: f for f in read["files"]}
+    for path in mkdir["loop"]:
+        assert judged[path]["state"] == "directory"
+        for key in ("owner", "group", "mode"):
+            assert judged[path][key] == mkdir["ansible.builtin.file"][key], (path, key)
+    assert len(judged) == len(mkdir["loop"]) + 1
+    assert judged["{{ __model_weights_token_path }}"]["state"] == "absent"
+    assert "not (__model_weights_layout_read.holds | default(false) | bool)" in str(mkdir["when"])
+    token = next(t for t in _tasks("wait.yml") if t["name"].startswith("wait | The access token's file"))
+    assert token["ansible.builtin.file"] == {"path": "{{ __model_weights_token_path }}", "state": "absent"}
+    # only where this run started no download: a download of this run writes the token after the read
+    assert any("__model_weights_trusted" in w and "__model_weights_layout_read.holds" in w for w in token["when"])
