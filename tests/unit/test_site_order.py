@@ -59,3 +59,15 @@ def test_the_reboot_entry_point_exists_and_is_documented():
     assert "reboot" in specs["argument_specs"]
     assert "nvidia_driver_reboot_deferred" in specs["argument_specs"]["main"]["options"]
     assert (REPO / "roles" / "nvidia_driver" / "tasks" / "reboot.yml").exists()
+
+
+def test_the_reboot_tail_is_tagged_as_it_was():
+    """reboot.yml includes the reboot itself where one is due; the include carries no tags of its own, so that its
+    tasks are selected as before: by the main entry point's import tags, and in the entry point `reboot` (which
+    site.yml includes without apply) by none, so that --tags nvidia_driver_reboot cannot reboot without the judge."""
+    tasks = yaml.safe_load((REPO / "roles" / "nvidia_driver" / "tasks" / "reboot.yml").read_text())
+    include = next(t for t in tasks if "ansible.builtin.include_tasks" in t)
+    assert include["ansible.builtin.include_tasks"] == "reboot_due.yml" and "tags" not in include
+    assert include["when"] == "nvidia_driver_reboot_required | bool"
+    due = yaml.safe_load((REPO / "roles" / "nvidia_driver" / "tasks" / "reboot_due.yml").read_text())
+    assert any("ansible.builtin.reboot" in t for t in due) and not any("tags" in t for t in due)
