@@ -84,7 +84,7 @@ def openpgp_fingerprints(key, subkeys=False, strict=True):
     if not strict:
         try:
             return openpgp_fingerprints(key, subkeys)
-        except AnsibleFilterError:
+        except (AnsibleFilterError, IndexError, ValueError):  # a truncated packet header ends in IndexError
             return []
     if isinstance(key, bytes):
         data = key

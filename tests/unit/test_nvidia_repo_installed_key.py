@@ -1,6 +1,7 @@
 """nvidia_repo on the Debian family trusts the installed key while its fingerprint is the pinned one: a converged
 host's run fetches nothing (one round trip fewer). Any other installed file (another key, garbage, none) is not
 trusted: the key is fetched and checked as on a new host, and written again."""
+import base64
 import json
 import os
 import subprocess
@@ -41,6 +42,16 @@ def keys(gpg_keys):
     return gpg_keys
 
 
+def dearmored(text):
+    body = text.split("\n\n", 1)[1].split("-----END", 1)[0]
+    return base64.b64decode("".join(line for line in body.splitlines() if not line.startswith("=")))
+
+
+def armored(data):
+    return ("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n" + base64.encodebytes(data).decode()
+            + "-----END PGP PUBLIC KEY BLOCK-----\n")
+
+
 def case(state_holds, installed, pinned):
     read = {"exists": installed is not None, "isreg": installed is not None}
     if installed is not None:
@@ -65,8 +76,12 @@ def test_only_the_installed_pinned_key_is_trusted(keys, tmp_path):
     (fpr, text), (_, other) = keys
     spaced = " ".join(fpr[i:i + 4] for i in range(0, 40, 4)).lower()
     trusted = [case(True, text, fpr), case(True, text, spaced)]
-    # another key, a page that is no key, an empty file, no file: fetched and checked as on a new host
-    refused = [case(True, other, fpr), case(True, "<html>404</html>", fpr), case(True, "", fpr), case(True, None, fpr),
+    both = armored(dearmored(text) + dearmored(other))
+    # another key, the pinned key with another beside it (in one block, or in a second block), a page that is no
+    # key, a truncated key, an empty file, no file: fetched and checked as on a new host
+    refused = [case(True, other, fpr), case(True, both, fpr), case(True, text + other, fpr),
+               case(True, "<html>404</html>", fpr), case(True, armored(b"\xc6"), fpr), case(True, "", fpr),
+               case(True, None, fpr),
                # a state read that differs is not trusted whatever the key
                case(False, text, fpr)]
     assert judge(tmp_path, trusted + refused) == [True] * len(trusted) + [False] * len(refused)

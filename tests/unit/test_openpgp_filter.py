@@ -44,7 +44,9 @@ def test_garbage_is_an_error():
         openpgp_fingerprints("<html>404 Not Found</html>")
 
 
-@pytest.mark.parametrize("text", ["<html>404 Not Found</html>", "", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!\n"])
+@pytest.mark.parametrize("text", ["<html>404 Not Found</html>", "", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!\n",
+                                  # a new-format packet header cut after its tag
+                                  base64.b64encode(b"\xc6").decode()])
 def test_not_strict_a_file_that_is_no_key_has_no_fingerprint(text):
     assert openpgp_fingerprints(text, strict=False) == []
 
