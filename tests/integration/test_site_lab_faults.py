@@ -16,12 +16,12 @@ INTERRUPT = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "tests" / "integration" / "c
 
 # Each step of the deploy sequence, named by the task the run is killed before, with what is done by then.
 STEPS = {
-    "env_written": "config | The unit, checked by systemd-analyze",      # the environment file, not the unit
-    "unit_written": "deploy | Decide whether to restart",               # the unit, not reloaded
-    "reloaded": "deploy | Clear the unit's start-limit count",           # reloaded, not restarted
-    "restarted": "started | The unit and environment file",              # restarted, nothing noted
-    "in_gate": "gate | One token from /health_generate",                 # restarted, in the health gate
-    "recording": "deploy | Record the release that passed the gate",     # unit and environment recorded
+    "env_written": "config_write | The unit, checked by systemd-analyze",         # the environment file, not the unit
+    "unit_written": "deploy | Decide whether to restart",                         # the unit, not reloaded
+    "reloaded": "deploy_restart | Clear the unit's start-limit count",            # reloaded, not restarted
+    "restarted": "started | The unit and environment file",                       # restarted, nothing noted
+    "in_gate": "gate | One token from /health_generate",                          # restarted, in the health gate
+    "recording": "deploy_restart | Record the release that passed the gate",      # unit and environment recorded
 }
 
 

@@ -142,11 +142,11 @@ def test_uv_venv_reads_uv_and_python_as_its_tasks_ask_them():
     argv = lambda t: [a.strip("{} ") for a in t["ansible.builtin.command"]["argv"]]  # noqa: E731
     assert argv(uv["uv | Which uv the bootstrap environment holds"]) == ["uv_venv_uv", "--version"]
     assert "{'argv': [uv_venv_uv, '--version']}" in read
-    found = py["python | Find the interpreter the environments use"]
+    found = py["python_find | Find the interpreter the environments use"]
     assert argv(found) == ["uv_venv_uv", "python", "find",
                            "uv_venv_python if uv_venv_python | length > 0 else uv_venv_python_version"]
     assert "'python', 'find', uv_venv_python if uv_venv_python | length > 0 else uv_venv_python_version]" in read
-    managed = py["python | Look for the uv-managed Python"]
+    managed = py["python_find | Look for the uv-managed Python"]
     assert argv(managed) == ["uv_venv_uv", "python", "find", "--managed-python", "uv_venv_python_version"]
     assert "'python', 'find', '--managed-python', uv_venv_python_version]" in read
     for task in (found, managed):
