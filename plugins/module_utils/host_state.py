@@ -196,12 +196,13 @@ READ_CONTENT_MAX = 1 << 20
 
 
 def read_path(want):
-    """What is at want = {path, checksum (bool), content (bool)}, unjudged, in the shape of the stat module's result.
+    """What is at want = {path, checksum (bool), content (bool), entries (bool)}, unjudged, in the shape of the stat module's result.
 
     ``exists``, ``isreg``, ``isdir``, ``islnk`` from the path itself (a link is not followed); a link's
     ``lnk_target`` (as written) and ``lnk_source`` (the path it resolves to, as stat's); a regular file's
     ``checksum`` (SHA-256) when asked, and its ``content`` as text (UTF-8, at most READ_CONTENT_MAX bytes: a
-    longer file is an error) when asked.
+    longer file is an error) when asked; a directory's ``entries`` when asked (not a link to one): each name in
+    it, hidden ones too, with ``isdir``, ``isreg``, ``islnk`` (unfollowed) and ``mtime``, as find lists them.
     """
     path = want["path"]
     try:
@@ -225,6 +226,13 @@ def read_path(want):
             if len(data) > READ_CONTENT_MAX:
                 raise ValueError(f"{path} is larger than {READ_CONTENT_MAX} bytes: not read as text")
             out["content"] = data.decode("utf-8", errors="replace")
+    if out["isdir"] and want.get("entries"):
+        out["entries"] = {}
+        with os.scandir(path) as it:
+            for entry in it:
+                est = entry.stat(follow_symlinks=False)
+                out["entries"][entry.name] = {"isdir": stat.S_ISDIR(est.st_mode), "isreg": stat.S_ISREG(est.st_mode),
+                                              "islnk": stat.S_ISLNK(est.st_mode), "mtime": est.st_mtime}
     return out
 
 

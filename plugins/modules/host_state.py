@@ -186,6 +186,12 @@ options:
         description: The text of each regular file (a note or record, 1 MiB at most).
         type: bool
         default: false
+      entries:
+        description:
+          - The entries of each directory (not of a link to one), hidden ones too, each with C(isdir), C(isreg),
+            C(islnk) (unfollowed) and C(mtime), as the find module lists them with O(ignore:recurse=false).
+        type: bool
+        default: false
   commands:
     description:
       - Read-only commands run in the same round trip, in order (RV(commands)), such as a version query or a
@@ -263,7 +269,7 @@ paths:
   description:
     - Each path of O(read), as the stat module names what it finds (a link not followed); C(lnk_source) is where
       a link resolves to, C(lnk_target) what it says; C(checksum) (SHA-256) and C(content) where asked, for a
-      regular file.
+      regular file; C(entries) where asked, for a directory (name -> C(isdir), C(isreg), C(islnk), C(mtime)).
   returned: always
   type: dict
   sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
@@ -311,7 +317,7 @@ def main():
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
             read=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
-                content=dict(type="bool", default=False))),
+                content=dict(type="bool", default=False), entries=dict(type="bool", default=False))),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 argv=dict(type="list", elements="str", required=True), environment=dict(type="dict", default={}))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(

@@ -326,6 +326,26 @@ def test_read_path_reports_what_stat_would(tmp_path):
     assert "checksum" not in hs.read_path({"path": str(tmp_path / "releases"), "checksum": True})
 
 
+def test_read_path_lists_a_directory_when_asked(tmp_path):
+    """entries: what find (recurse false, hidden true) would list, unfollowed, with mtime, in the same round trip."""
+    import os
+    (tmp_path / "revs" / "a").mkdir(parents=True)
+    (tmp_path / "revs" / ".hidden").mkdir()
+    (tmp_path / "revs" / "f").write_text("x")
+    (tmp_path / "revs" / "l").symlink_to("a")
+    os.utime(tmp_path / "revs" / "a", (1000, 1000))
+    got = hs.read_path({"path": str(tmp_path / "revs"), "entries": True})
+    assert sorted(got["entries"]) == [".hidden", "a", "f", "l"]
+    assert got["entries"]["a"] == {"isdir": True, "isreg": False, "islnk": False, "mtime": 1000.0}
+    assert got["entries"]["l"]["islnk"] and not got["entries"]["l"]["isdir"]
+    assert got["entries"]["f"]["isreg"] and got["entries"][".hidden"]["isdir"]
+    # not asked, not listed; a missing directory, a file and a link to a directory have no entries
+    assert "entries" not in hs.read_path({"path": str(tmp_path / "revs")})
+    assert hs.read_path({"path": str(tmp_path / "gone"), "entries": True}) == {"exists": False}
+    assert "entries" not in hs.read_path({"path": str(tmp_path / "revs" / "f"), "entries": True})
+    assert "entries" not in hs.read_path({"path": str(tmp_path / "revs" / "l"), "entries": True})
+
+
 def test_read_path_refuses_a_large_file_as_text(tmp_path, monkeypatch):
     monkeypatch.setattr(hs, "READ_CONTENT_MAX", 4)
     (tmp_path / "big").write_text("12345")
