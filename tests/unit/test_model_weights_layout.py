@@ -7,13 +7,10 @@ import getpass
 import grp
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 ROLE = "blackwell.serving.model_weights"
 A, B, C, D = ("a" * 40), ("b" * 40), ("c" * 40), ("d" * 40)
@@ -34,18 +31,11 @@ PLAYBOOK = """
 
 
 def run_layout(tmp_path, pinned, check=False):
-    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(role=ROLE))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "out.json"
-    args = {"ansible_python_interpreter": sys.executable, "out": str(out),
-            "model_weights_path": str(tmp_path / "model"), "model_weights_revision": pinned,
-            "model_weights_owner": getpass.getuser(), "model_weights_group": grp.getgrgid(os.getgid()).gr_name,
-            "model_weights_token": ""}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")] + (["--check"] if check else []),
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    run_local_playbook(tmp_path, PLAYBOOK.format(role=ROLE), {
+        "out": str(out), "model_weights_path": str(tmp_path / "model"), "model_weights_revision": pinned,
+        "model_weights_owner": getpass.getuser(), "model_weights_group": grp.getgrgid(os.getgid()).gr_name,
+        "model_weights_token": ""}, check=check)
     return json.loads(out.read_text())
 
 

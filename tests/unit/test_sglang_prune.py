@@ -6,11 +6,9 @@ import getpass
 import grp
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 ROLE = "blackwell.serving.sglang"
 
@@ -55,19 +53,12 @@ PLAYBOOK = """
 
 
 def run_prune(tmp_path, current, check=False):
-    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(role=ROLE))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "out.json"
     home = tmp_path / "home"
-    args = {"ansible_python_interpreter": sys.executable, "out": str(out), "current": current,
-            "sglang_home": str(home), "sglang_commit": "f" * 40, "sglang_releases_keep": 2,
-            "sglang_user": getpass.getuser(), "sglang_group": grp.getgrgid(os.getgid()).gr_name,
-            "uv_venv_envs": {str(home / "venv"): {"uv": "/usr/bin/uv", "interpreter": "/usr/bin/python3"}}}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")] + (["--check"] if check else []),
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    run_local_playbook(tmp_path, PLAYBOOK.format(role=ROLE), {
+        "out": str(out), "current": current, "sglang_home": str(home), "sglang_commit": "f" * 40,
+        "sglang_releases_keep": 2, "sglang_user": getpass.getuser(), "sglang_group": grp.getgrgid(os.getgid()).gr_name,
+        "uv_venv_envs": {str(home / "venv"): {"uv": "/usr/bin/uv", "interpreter": "/usr/bin/python3"}}}, check=check)
     return json.loads(out.read_text())
 
 
