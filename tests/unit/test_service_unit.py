@@ -181,3 +181,48 @@ def test_preflight_asks_the_driver_unless_nvidia_driver_did_in_this_run(tmp_path
     assert proc.returncode == 0, proc.stdout[-3000:]
     task = proc.stdout.split("Ask the driver which GPUs it sees", 1)[1].split("TASK [", 1)[0]
     assert ("ok: [" in task) == asks and ("skipping: [" in task) == (not asks), task
+
+
+def _preflight(extra):
+    return subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories" / "production"),
+                           str(REPO / "tests" / "render" / "preflight_service.yml"), "-e", json.dumps(extra)],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("release", [None, "hidden", "link", "other", "pinned"])
+def test_preflight_reads_the_releases_and_the_model_in_one_round_trip(tmp_path, release):
+    """One host_state read finds the pinned commit's release (a directory COMMIT[:12]-PINS, as find found it)
+    whose sglang judges the extra flags, and the model's config.json."""
+    commit = "0123456789ab" + "c" * 28
+    releases = tmp_path / "home" / "releases"
+    releases.mkdir(parents=True)
+    (releases / "fedcba987654-11111111").mkdir()
+    name = {"hidden": "." + commit[:12] + "-1", "link": commit[:12] + "-link", "other": "fedcba987654-2",
+            "pinned": commit[:12] + "-22222222"}.get(release)
+    if release == "link":
+        (releases / name).symlink_to(releases / "fedcba987654-11111111")
+    elif name:
+        (releases / name).mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    extra = {"sglang_service_model_path": str(tmp_path / "model"), "sglang_service_home": str(tmp_path / "home"),
+             "sglang_commit": commit, "sglang_service_extra_args": ["--some-flag"],
+             "nvidia_driver_gpus_read": {"changed": False, "failed": False}}
+    proc = _preflight(extra)
+    # one read, no find and stat of their own
+    assert proc.stdout.count("preflight | The releases built already, and the model's directory") == 1
+    assert "ansible.builtin.find" not in (REPO / "roles" / "sglang_service" / "tasks" / "preflight.yml").read_text()
+    task = proc.stdout.split("The extra flags are known to the pinned sglang", 1)[1].split("TASK [", 1)[0]
+    if release == "pinned":
+        # the flags are judged against that release's tree (here empty: left to the server, and said so)
+        assert "included: " in task and f"options accepted by the server of {releases / name}/src" in proc.stdout
+    else:
+        assert "skipping: [" in task, task
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_preflight_stops_where_the_model_is_missing(tmp_path):
+    proc = _preflight({"sglang_service_model_path": str(tmp_path / "nothing"),
+                       "nvidia_driver_gpus_read": {"changed": False, "failed": False}})
+    assert proc.returncode != 0
+    assert "config.json does not exist" in proc.stdout and "Nothing was changed" in proc.stdout
