@@ -54,3 +54,20 @@ def test_role_gathers_what_it_reads(role):
 def test_the_roles_that_read_facts():
     assert sorted(r for r in ROLES if facts_read(r)) == [
         "cuda_toolkit", "nvidia_driver", "nvidia_repo", "preflight", "sglang", "uv_venv"]
+
+
+def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
+    """site.yml's facts come from playbooks/preflight.yml: every play gathers the platform (min) and the addresses
+    (network: the routers' workers and the site cache's URL read default_ipv4); the servers' play also the
+    hardware subset, for nvidia_driver's CPU vendor, so that no role gathers again; none gathers everything."""
+    needs_hardware = set().union(*(facts_read(r) for r in ROLES)) & HARDWARE
+    assert needs_hardware == {"processor"}
+    plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
+    gathered = {}
+    for play in plays:
+        setup = [t for t in play["tasks"] if "ansible.builtin.setup" in t]
+        assert len(setup) == 1 and play["gather_facts"] is False, play["name"]
+        gathered[play["hosts"]] = set(setup[0]["ansible.builtin.setup"]["gather_subset"])
+    servers = gathered.pop("{{ blackwell_serving_hosts | default('gpu_servers') }}")
+    assert servers == {"min", "network", "hardware"}
+    assert gathered and all(subsets == {"min", "network"} for subsets in gathered.values()), gathered
