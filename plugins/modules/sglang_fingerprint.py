@@ -92,9 +92,13 @@ seconds:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
+from ansible_collections.blackwell.serving.plugins.module_utils.http import Session
+
+
+# one TLS context for every request of this run (module_utils/http.py)
+SESSION = Session()
 
 
 def main():
@@ -118,7 +122,7 @@ def main():
     url = p["url"].rstrip("/") + "/generate"
 
     def post(body):
-        resp = open_url(url, data=json.dumps(body), headers=headers, method="POST", timeout=p["timeout"],
+        resp = SESSION.open_url(url, data=json.dumps(body), headers=headers, method="POST", timeout=p["timeout"],
                         http_agent="blackwell.serving sglang_fingerprint")
         return json.loads(resp.read())
 

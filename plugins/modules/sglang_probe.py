@@ -164,10 +164,14 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
+from ansible_collections.blackwell.serving.plugins.module_utils.http import Session
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
+
+
+# one TLS context for every request of this run (module_utils/http.py)
+SESSION = Session()
 
 
 def ask(p, path, *, body=None, timeout):
@@ -178,7 +182,7 @@ def ask(p, path, *, body=None, timeout):
         headers["Content-Type"] = "application/json"
         data = json.dumps(body)
     try:
-        resp = open_url(p["url"].rstrip("/") + path, data=data, headers=headers, timeout=timeout,
+        resp = SESSION.open_url(p["url"].rstrip("/") + path, data=data, headers=headers, timeout=timeout,
                         method="POST" if body is not None else "GET", http_agent="blackwell.serving sglang_probe")
         return resp.getcode(), resp.read()
     except Exception as exc:  # HTTPError carries a status and a body; a refused connection neither
@@ -249,7 +253,7 @@ def main():
                 headers = {"Content-Type": "application/json"}
                 if p["api_key"]:
                     headers["Authorization"] = f"Bearer {p['api_key']}"
-                resp = open_url(generate, data=json.dumps(body), headers=headers, method="POST",
+                resp = SESSION.open_url(generate, data=json.dumps(body), headers=headers, method="POST",
                                 timeout=fpr["timeout"], http_agent="blackwell.serving sglang_probe")
                 return json.loads(resp.read())
 

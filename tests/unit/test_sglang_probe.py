@@ -154,3 +154,21 @@ def test_a_fingerprint_without_an_answer_is_a_message_with_the_same_words():
     r = run_module("sglang_probe", {"url": url, "fingerprint": {"prompts": ["a"], "max_new_tokens": 2, "timeout": 5}})
     assert alone["failed"] and not r.get("failed")
     assert r["fingerprint"] == {"msg": alone["msg"], "requests": 1, "seconds": r["fingerprint"]["seconds"]}
+
+
+def test_one_tls_context_serves_every_request_of_a_run(monkeypatch):
+    """open_url loads the certificate store for each request (about 50 ms each); the probe's ten requests share one."""
+    from ansible_collections.blackwell.serving.plugins.module_utils import http as session_http
+    made = []
+    real = session_http.make_context
+    monkeypatch.setattr(session_http, "make_context", lambda: made.append(1) or real())
+    answer = {"choices": [{"message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}]}
+    with server({"/health": 200}, (200, answer)) as (url, seen):
+        s = session_http.Session()
+        codes = [s.open_url(url + "/health", headers={"Authorization": f"Bearer {KEY}"}).getcode() for _ in range(3)]
+        chat = json.loads(s.open_url(url + "/v1/chat/completions", data=json.dumps(CHAT),
+                                     headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+                                     http_agent="test").read())
+    assert codes == [200, 200, 200] and chat == answer
+    assert seen[-1] == ("POST", "/v1/chat/completions", f"Bearer {KEY}", CHAT)
+    assert made == [1]

@@ -1,0 +1,25 @@
+# Copyright: blackwell.serving contributors
+# Apache License 2.0 (see galaxy.yml)
+"""open_url's requests with one TLS context for a module's whole run.
+
+ansible.module_utils.urls.open_url builds a new SSL context, loading the system's certificate store, for every
+request, even a plain http one: about 50 ms each. verify's probe asks its server ten times in one round trip
+(the endpoints, a chat completion, the fingerprint's prompts); one context serves them all.
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils.urls import Request, make_context
+
+
+class Session:
+    """open_url(url, ...) with the same defaults (certificates verified), the context made once, when first needed."""
+
+    def __init__(self):
+        self._context = None
+
+    def open_url(self, url, data=None, headers=None, method=None, timeout=10, http_agent=None):
+        if self._context is None:
+            self._context = make_context()
+        return Request().open(method or ("POST" if data else "GET"), url, data=data, headers=headers,
+                              timeout=timeout, http_agent=http_agent, context=self._context)
