@@ -202,7 +202,7 @@ def read_path(want):
     ``lnk_target`` (as written) and ``lnk_source`` (the path it resolves to, as stat's); a regular file's
     ``checksum`` (SHA-256) when asked, and its ``content`` as text (UTF-8, at most READ_CONTENT_MAX bytes: a
     longer file is an error) when asked; a directory's ``entries`` when asked (not a link to one): each name in
-    it, hidden ones too, with ``isdir``, ``isreg``, ``islnk`` (unfollowed) and ``mtime``, as find lists them.
+    it, hidden ones too, with its ``path``, ``isdir``, ``isreg``, ``islnk`` (unfollowed) and ``mtime``, as find lists them.
     """
     path = want["path"]
     try:
@@ -231,8 +231,9 @@ def read_path(want):
         with os.scandir(path) as it:
             for entry in it:
                 est = entry.stat(follow_symlinks=False)
-                out["entries"][entry.name] = {"isdir": stat.S_ISDIR(est.st_mode), "isreg": stat.S_ISREG(est.st_mode),
-                                              "islnk": stat.S_ISLNK(est.st_mode), "mtime": est.st_mtime}
+                out["entries"][entry.name] = {"path": entry.path, "isdir": stat.S_ISDIR(est.st_mode),
+                                              "isreg": stat.S_ISREG(est.st_mode), "islnk": stat.S_ISLNK(est.st_mode),
+                                              "mtime": est.st_mtime}
     return out
 
 

@@ -188,7 +188,7 @@ options:
         default: false
       entries:
         description:
-          - The entries of each directory (not of a link to one), hidden ones too, each with C(isdir), C(isreg),
+          - The entries of each directory (not of a link to one), hidden ones too, each with C(path), C(isdir), C(isreg),
             C(islnk) (unfollowed) and C(mtime), as the find module lists them with O(ignore:recurse=false).
         type: bool
         default: false
@@ -269,7 +269,7 @@ paths:
   description:
     - Each path of O(read), as the stat module names what it finds (a link not followed); C(lnk_source) is where
       a link resolves to, C(lnk_target) what it says; C(checksum) (SHA-256) and C(content) where asked, for a
-      regular file; C(entries) where asked, for a directory (name -> C(isdir), C(isreg), C(islnk), C(mtime)).
+      regular file; C(entries) where asked, for a directory (name -> C(path), C(isdir), C(isreg), C(islnk), C(mtime)).
   returned: always
   type: dict
   sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,

@@ -336,7 +336,8 @@ def test_read_path_lists_a_directory_when_asked(tmp_path):
     os.utime(tmp_path / "revs" / "a", (1000, 1000))
     got = hs.read_path({"path": str(tmp_path / "revs"), "entries": True})
     assert sorted(got["entries"]) == [".hidden", "a", "f", "l"]
-    assert got["entries"]["a"] == {"isdir": True, "isreg": False, "islnk": False, "mtime": 1000.0}
+    assert got["entries"]["a"] == {"path": str(tmp_path / "revs" / "a"), "isdir": True, "isreg": False, "islnk": False,
+                                   "mtime": 1000.0}
     assert got["entries"]["l"]["islnk"] and not got["entries"]["l"]["isdir"]
     assert got["entries"]["f"]["isreg"] and got["entries"][".hidden"]["isdir"]
     # not asked, not listed; a missing directory, a file and a link to a directory have no entries
