@@ -94,10 +94,10 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
-from ansible_collections.blackwell.serving.plugins.module_utils.http import Session
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
 
 
-# one TLS context for every request of this run (module_utils/http.py)
+# one TLS context for every request of this run (module_utils/http_session.py)
 SESSION = Session()
 
 
@@ -123,7 +123,7 @@ def main():
 
     def post(body):
         resp = SESSION.open_url(url, data=json.dumps(body), headers=headers, method="POST", timeout=p["timeout"],
-                        http_agent="blackwell.serving sglang_fingerprint")
+                                http_agent="blackwell.serving sglang_fingerprint")
         return json.loads(resp.read())
 
     result = take(post, url, p["prompts"], p["max_new_tokens"], p["seed"])

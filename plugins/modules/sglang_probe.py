@@ -166,11 +166,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
-from ansible_collections.blackwell.serving.plugins.module_utils.http import Session
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
 
 
-# one TLS context for every request of this run (module_utils/http.py)
+# one TLS context for every request of this run (module_utils/http_session.py)
 SESSION = Session()
 
 
@@ -183,7 +183,7 @@ def ask(p, path, *, body=None, timeout):
         data = json.dumps(body)
     try:
         resp = SESSION.open_url(p["url"].rstrip("/") + path, data=data, headers=headers, timeout=timeout,
-                        method="POST" if body is not None else "GET", http_agent="blackwell.serving sglang_probe")
+                                method="POST" if body is not None else "GET", http_agent="blackwell.serving sglang_probe")
         return resp.getcode(), resp.read()
     except Exception as exc:  # HTTPError carries a status and a body; a refused connection neither
         code = getattr(exc, "code", None)
@@ -254,7 +254,7 @@ def main():
                 if p["api_key"]:
                     headers["Authorization"] = f"Bearer {p['api_key']}"
                 resp = SESSION.open_url(generate, data=json.dumps(body), headers=headers, method="POST",
-                                timeout=fpr["timeout"], http_agent="blackwell.serving sglang_probe")
+                                        timeout=fpr["timeout"], http_agent="blackwell.serving sglang_probe")
                 return json.loads(resp.read())
 
             result["fingerprint"] = take(post, generate, fpr["prompts"], fpr["max_new_tokens"], fpr["seed"])

@@ -158,7 +158,7 @@ def test_a_fingerprint_without_an_answer_is_a_message_with_the_same_words():
 
 def test_one_tls_context_serves_every_request_of_a_run(monkeypatch):
     """open_url loads the certificate store for each request (about 50 ms each); the probe's ten requests share one."""
-    from ansible_collections.blackwell.serving.plugins.module_utils import http as session_http
+    from ansible_collections.blackwell.serving.plugins.module_utils import http_session as session_http
     made = []
     real = session_http.make_context
     monkeypatch.setattr(session_http, "make_context", lambda: made.append(1) or real())
