@@ -53,6 +53,10 @@ def checks_table(reports):
     return verify.table(reports)
 
 
+def check_failures(checks, host):
+    return verify.failures(host, checks)
+
+
 def unit_drift(found_text, expected_text):
     return verify.unit_drift(expected_text, found_text)
 
@@ -67,5 +71,5 @@ def drift_table(reports):
 
 class FilterModule:
     def filters(self):
-        return {"stack_checks": stack_checks, "checks_table": checks_table, "unit_drift": unit_drift,
-                "stack_drift": stack_drift, "drift_table": drift_table, "role_defaults": role_defaults}
+        return {"stack_checks": stack_checks, "checks_table": checks_table, "check_failures": check_failures,
+                "unit_drift": unit_drift, "stack_drift": stack_drift, "drift_table": drift_table, "role_defaults": role_defaults}

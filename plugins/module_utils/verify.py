@@ -199,6 +199,17 @@ def judge(expected, found, groups=STACK_GROUPS):
     return checks
 
 
+def failures(host, checks):
+    """One line for each failed check of a host: what was expected, what was found, and what to do."""
+    lines = []
+    for c in checks:
+        if not c["ok"]:
+            found = "nothing" if c["found"] is None else c["found"]
+            lines.append(f"{host}: check {c['name']} failed: expected {c['expected']}, found {found}. "
+                         f"{c.get('hint') or ''}".strip())
+    return lines
+
+
 def table(reports):
     """A plain-text table of {host: [checks]}: one line per host and check."""
     rows = [("host", "check", "result", "expected", "found")]

@@ -71,3 +71,38 @@ def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
     servers = gathered.pop("{{ blackwell_serving_hosts | default('gpu_servers') }}")
     assert servers == {"min", "network", "hardware"}
     assert gathered and all(subsets == {"min", "network"} for subsets in gathered.values()), gathered
+
+
+def test_the_preflight_plays_forget_earlier_facts_before_gathering():
+    """The fact cache merges what each run gathers into what it held: a converging run's package_facts (hundreds of
+    kilobytes of installed packages on a real server) stayed in it for good, and every task of every later run
+    decoded and copied it. Each preflight play clears the cache of its hosts just before it gathers afresh."""
+    plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
+    for play in plays:
+        actions = [next(k for k in t if k.startswith("ansible.builtin.")) for t in play["tasks"]]
+        setup = actions.index("ansible.builtin.setup")
+        assert setup >= 1 and actions[setup - 1] == "ansible.builtin.meta", play["name"]
+        assert play["tasks"][setup - 1]["ansible.builtin.meta"] == "clear_facts", play["name"]
+        assert "ansible.builtin.meta" not in actions[setup:], play["name"]
+
+
+# the top-level names setup gives each fact (ansible_distribution, ...) when inject_facts_as_vars is on
+INJECTED = re.compile(r"\bansible_(?!facts\b)(" + "|".join(sorted(MIN | HARDWARE | SET_ELSEWHERE | {
+    "hostname", "fqdn", "nodename", "os_family", "all_ipv4_addresses", "interfaces", "default_ipv6", "date_time",
+    "env", "lsb", "python", "python_version", "pkg_mgr", "service_mgr", "system", "machine", "user_id", "devices",
+    "processor_vcpus", "processor_cores", "memory_mb", "virtualization_type", "virtualization_role"})) + r")\b")
+
+
+def test_no_fact_is_read_by_its_top_level_name():
+    """ansible.cfg sets inject_facts_as_vars = false (each task of a run copied every fact again as a top-level
+    variable: a tenth of a no-op run's controller time), so a fact is only ever ansible_facts['name']."""
+    cfg = (REPO / "ansible.cfg").read_text()
+    assert re.search(r"^inject_facts_as_vars = false$", cfg, re.M)
+    offenders = []
+    for top in ("roles", "playbooks", "inventories", "molecule", "plugins", "lab", "benchmarks"):
+        for path in (REPO / top).glob("**/*"):
+            if path.is_file() and path.suffix in (".yml", ".yaml", ".j2", ".py", ".cfg", ".ini"):
+                for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if INJECTED.search(line):
+                        offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert offenders == []

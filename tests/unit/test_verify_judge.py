@@ -206,3 +206,20 @@ def test_corrupt_or_unrecorded_weights_fail_the_model_check_naming_the_file(foun
     (check,) = verify.judge(MODEL_EXPECTED, {"model": found}, groups=["model"])
     assert not check["ok"] and says in str(check["found"]), check
     assert "model_weights" in check["hint"]
+
+
+def test_the_failures_are_the_lines_the_real_h200_run_printed_one_per_failed_check():
+    """verify's report task asserts once for all checks (a loop did once per check): each failed check is the line
+    that the looped task printed on the device's H200, and a host whose checks all passed has none."""
+    import json
+    dev = GPU / "h200-device"
+    report = json.loads((dev / "verify-report-expect-sm120.json").read_text())
+    lines = verify.failures("localhost", report["checks"])
+    assert len(lines) == len([c for c in report["checks"] if not c["ok"]]) > 0
+    printed = (dev / "verify-playbook-expect-sm120.txt").read_text()
+    for line in lines:
+        assert f'"msg": "{line}"' in printed, line
+    assert any(ln.startswith("localhost: check compute_capability failed: expected 12.0, found ['9.0'].") for ln in lines)
+    assert verify.failures("localhost", json.loads((dev / "verify-report-expect-h200.json").read_text())["checks"]) == []
+    missing = {"name": "unit", "ok": False, "expected": "active", "found": None, "hint": ""}
+    assert verify.failures("h", [missing]) == ["h: check unit failed: expected active, found nothing."]
