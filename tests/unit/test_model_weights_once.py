@@ -45,7 +45,36 @@ def test_the_main_entry_point_skips_the_read_on_the_same_inputs_only_once():
     # complete by sizes only (no marker, a file changed since it was recorded) is verified and recorded as ever
     assert "__model_weights_before.source | default('') == 'marker'" in trusted
     order = [t["name"] for t in stage]
-    assert order.index(clear["name"]) > max(i for i, t in enumerate(stage) if "ansible.builtin.include_tasks" in t)
+    reads = [i for i, t in enumerate(stage)
+             if t.get("ansible.builtin.include_tasks", {}).get("file") in ("layout.yml", "download.yml")]
+    assert order.index(clear["name"]) > max(reads)
+    # wait.yml after it, as one skipped include where every one of its tasks would skip: the read is trusted (no
+    # download runs, nothing is verified again) and the token's file is not to remove
+    wait = next(t for t in stage if t.get("ansible.builtin.include_tasks", {}).get("file") == "wait.yml")
+    assert order.index(wait["name"]) > order.index(clear["name"])
+    assert wait["ansible.builtin.include_tasks"]["apply"]["tags"] == wait["tags"]
+    assert wait["when"][0] == "model_weights_download | bool"
+    skip = " ".join(wait["when"][1].split())
+    assert skip == ("not (__model_weights_trusted | bool and (model_weights_token | length == 0"
+                    " or __model_weights_layout_read.holds | default(false) | bool))")
+    for task in _tasks("wait.yml"):
+        # each task's own condition skips it where the include is skipped
+        when = " ".join(str(task.get("when", "")).split())
+        assert any(c in when for c in ("not __model_weights_before.complete", "__model_weights_trusted",
+                                       "is not skipped")), task["name"]
+
+
+def test_what_is_missing_is_fetched_by_one_include_that_a_complete_revision_skips():
+    """download.yml's tasks after the read (space, message, the client, the token, the download) ran only where the
+    revision was not complete, each skipped on a converged host: they are one include with that condition."""
+    download = _tasks("download.yml")
+    fetch = download[-1]
+    assert fetch["ansible.builtin.include_tasks"]["file"] == "download_fetch.yml"
+    assert fetch["when"] == "not __model_weights_before.complete"
+    assert [n for n, t in enumerate(download) if "blackwell.serving.model_snapshot" in t] == [len(download) - 2]
+    moved = _tasks("download_fetch.yml")
+    assert len(moved) == 5 and any("ansible.builtin.command" in t for t in moved)
+    assert not any("__model_weights_before.complete" in str(t.get("when", "")) for t in moved)
 
 
 def test_the_key_covers_every_input_of_the_read_on_a_complete_revision():

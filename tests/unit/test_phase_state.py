@@ -152,3 +152,22 @@ def test_uv_venv_reads_uv_and_python_as_its_tasks_ask_them():
     for task in (found, managed):
         assert task["environment"] == "{{ __uv_venv_env }}"
     assert read.count("'environment': __uv_venv_env") == 2
+
+
+def test_uv_venv_skips_its_uv_phase_as_one_task_only_where_nothing_of_it_would_change():
+    """uv.yml is included, not imported: skipped as one task where the state read found both phases holding and the
+    bootstrap environment's uv at the pin (the very test its install task makes), and then the pinned uv is ready
+    (what uv.yml would have noted). A re-pinned uv, or anything the read found missing, runs it as before."""
+    main = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "main.yml")}
+    inc = main["Install uv at the pinned version"]
+    assert inc["ansible.builtin.include_tasks"]["file"] == "uv.yml"
+    assert inc["ansible.builtin.include_tasks"]["apply"]["tags"] == inc["tags"] == ["uv_venv", "uv_venv_uv"]
+    assert inc["when"] == "not (__uv_venv_uv_current | default(false) | bool)"
+    uv = {t["name"]: t for t in tasks(REPO / "roles" / "uv_venv" / "tasks" / "uv.yml")}
+    pinned = "search('^uv ' ~ (uv_venv_uv_version | regex_escape) ~ '( |$)')"
+    assert "is not " + pinned in uv["uv | Install the pinned uv from the package index"]["when"]
+    current = yaml.safe_load((REPO / "roles" / "uv_venv" / "vars" / "main.yml").read_text())["__uv_venv_uv_current_read"]
+    assert "__uv_venv_state.holds | default(false)" in current
+    assert "__uv_venv_state.commands[0].stdout is " + pinned in " ".join(current.split())
+    note = tasks(REPO / "roles" / "uv_venv" / "tasks" / "state.yml")[-1]["ansible.builtin.set_fact"]
+    assert note["__uv_venv_uv_current"] == note["__uv_venv_ready"] == "{{ __uv_venv_uv_current_read }}"
