@@ -15,7 +15,7 @@ wanted enabled and, when asked, active. A group is wanted present; a user presen
 and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
 matches.
 
-Paths can also be read without a judgement (``read_path``): what a caller compares itself (the deploy sequence's
+Paths can also be read without a judgement (``read_path``), and the free space under a path (``free_space``): what a caller compares itself (the deploy sequence's
 checksums, link targets and note of what the service was started with), in the same round trip.
 """
 from __future__ import annotations
@@ -235,6 +235,43 @@ def read_path(want):
                                               "isreg": stat.S_ISREG(est.st_mode), "islnk": stat.S_ISLNK(est.st_mode),
                                               "mtime": est.st_mtime}
     return out
+
+
+def _mount_points(mounts_text):
+    """The mount points of /proc/self/mounts (its second field, with the kernel's octal escapes undone)."""
+    points = []
+    for line in mounts_text.splitlines():
+        fields = line.split()
+        if len(fields) >= 2:
+            points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1]))
+    return points
+
+
+def free_space(path, mounts_text=None):
+    """What ``df -B1 --output=avail,target`` says of path, or of its nearest existing parent where it is not there
+    yet: ``avail``, the bytes that a user other than root may still write there (statvfs's f_bavail, in fragments
+    of f_frsize), and ``mount``, the mount point of its file system (the longest mount point that holds it, as df
+    finds it in the mount table); ``measured``, the path measured. The mount facts leave out some root file
+    systems (overlay among them): this reads the path itself."""
+    measured = os.path.abspath(path)
+    while not os.path.exists(measured):
+        measured = os.path.dirname(measured)
+    st = os.statvfs(measured)
+    real = os.path.realpath(measured)
+    if mounts_text is None:
+        try:
+            with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
+                mounts_text = fh.read()
+        except OSError:
+            mounts_text = ""
+    holding = [m for m in _mount_points(mounts_text) if real == m or real.startswith(m.rstrip("/") + "/")]
+    if holding:
+        mount = max(holding, key=len)
+    else:
+        mount = real
+        while not os.path.ismount(mount):
+            mount = os.path.dirname(mount)
+    return {"measured": measured, "mount": mount, "avail": st.f_bavail * st.f_frsize}
 
 
 def parse_systemctl_show(text):

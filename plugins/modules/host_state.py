@@ -192,6 +192,13 @@ options:
             C(islnk) (unfollowed) and C(mtime), as the find module lists them with O(ignore:recurse=false).
         type: bool
         default: false
+  free_space:
+    description:
+      - Paths whose free space is measured (RV(free_space)), each on its nearest existing parent where it is not
+        there yet, as C(df) measures it; not judged.
+    type: list
+    elements: path
+    default: []
   commands:
     description:
       - Read-only commands run in the same round trip, in order (RV(commands)), such as a version query or a
@@ -274,6 +281,14 @@ paths:
   type: dict
   sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
            lnk_target: /opt/sglang/releases/3f9fc8b8, lnk_source: /opt/sglang/releases/3f9fc8b8}}
+free_space:
+  description:
+    - For each path of O(free_space), the bytes a user other than root may still write there (C(avail), as C(df)
+      counts them), the mount point of its file system (C(mount)) and the path measured (C(measured), its nearest
+      existing parent where it is not there yet).
+  returned: always
+  type: dict
+  sample: {/var/lib/models: {measured: /var/lib, mount: /, avail: 412316860416}}
 commands:
   description:
     - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and
@@ -318,6 +333,7 @@ def main():
             read=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
                 content=dict(type="bool", default=False), entries=dict(type="bool", default=False))),
+            free_space=dict(type="list", elements="path", default=[]),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 argv=dict(type="list", elements="str", required=True), environment=dict(type="dict", default={}))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
@@ -363,6 +379,10 @@ def main():
         paths = {path: host_state.read_path(dict(w, path=path)) for w in p["read"] for path in w["paths"]}
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"host_state could not read a path: {exc}")
+    try:
+        space = {path: host_state.free_space(path) for path in p["free_space"]}
+    except OSError as exc:
+        module.fail_json(msg=f"host_state could not measure the free space under a path: {exc}")
     answers = []
     for cmd in p["commands"]:
         try:
@@ -372,7 +392,8 @@ def main():
             rc, out, err = 2, "", f"[Errno {exc.errno}] {exc.strerror}: {cmd['argv'][0]}"
         answers.append({"argv": cmd["argv"], "rc": rc, "stdout": out, "stderr": err})
     module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,
-                     units={u["name"]: units[u["name"]] for u in p["units"]}, commands=answers)
+                     units={u["name"]: units[u["name"]] for u in p["units"]}, free_space=space,
+                     commands=answers)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+"""uv_venv's preflight asks the system Python it is told to use for its version (host_state's commands, one round
+trip), and stops naming what it found: a Python that does not run, or one of another version."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The uv_venv preflight
+      ansible.builtin.include_role:
+        name: blackwell.serving.uv_venv
+        tasks_from: preflight
+"""
+HERE = "%d.%d" % sys.version_info[:2]
+
+
+@pytest.mark.parametrize("python, version, says", [
+    ("/nonexistent/python3", HERE, "it does not run ([Errno 2] No such file or directory: /nonexistent/python3)"),
+    (sys.executable, "3.99", f"should be Python 3.99; it is {HERE}."),
+    (sys.executable, HERE, None),
+])
+def test_the_system_python_is_asked_and_judged(tmp_path, python, version, says):
+    (tmp_path / "pb.yml").write_text(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"uv_venv_python={python}",
+                           "-e", f"uv_venv_python_version={version}", str(tmp_path / "pb.yml")],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    if says is None:
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert "failed=0" in proc.stdout
+    else:
+        assert proc.returncode != 0 and says in proc.stdout, proc.stdout[-3000:]
+        assert f"uv_venv_python={python}" in proc.stdout and "Nothing was changed" in proc.stdout
