@@ -25,7 +25,9 @@ description: Writes one JSON row per task (role, name, action, seconds, outcomes
 # actions that the controller runs itself: no module goes to the host
 LOCAL = {"set_fact", "assert", "debug", "fail", "meta", "include_tasks", "import_tasks", "include_role",
          "import_role", "include_vars", "validate_argument_spec", "add_host", "group_by", "set_stats", "pause",
-         "include", "import_playbook"}
+         "include", "import_playbook",
+         # the collection's own actions that run in the play's process on the controller
+         "checks", "report_file"}
 
 
 def short(action):
