@@ -42,10 +42,11 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(f"check {number}: expected a mapping with exactly the keys that and msg, "
                                         f"found {check!r}")
             thats = check["that"] if isinstance(check["that"], list) else [check["that"]]
-            if not thats or not all(isinstance(that, str) for that in thats):
+            # a condition is an expression, as assert's; or a plain true or false, as YAML writes them
+            if not thats or not all(isinstance(that, (str, bool)) for that in thats):
                 raise AnsibleActionFail(f"check {number}: that must be a condition or a list of conditions")
             for that in thats:
-                if not self._templar.evaluate_conditional(conditional=that):
+                if not (that if isinstance(that, bool) else self._templar.evaluate_conditional(conditional=that)):
                     result.update(failed=True, evaluated_to=False, assertion=that, check=number,
                                   msg=self._templar.template(check["msg"]))
                     return result

@@ -15,8 +15,9 @@ wanted enabled and, when asked, active. A group is wanted present; a user presen
 and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
 matches.
 
-Paths can also be read without a judgement (``read_path``), and the free space under a path (``free_space``): what a caller compares itself (the deploy sequence's
-checksums, link targets and note of what the service was started with), in the same round trip.
+Paths can also be read without a judgement (``read_path``), and the free space under a path (``free_space``): what
+a caller compares itself (the deploy sequence's checksums, link targets and note of what the service was started
+with), in the same round trip.
 """
 from __future__ import annotations
 

@@ -194,8 +194,8 @@ options:
         default: false
   free_space:
     description:
-      - Paths whose free space is measured (RV(free_space)), each on its nearest existing parent where it is not
-        there yet, as C(df) measures it; not judged.
+      - Paths whose free space is measured (RV(free_space), in this order), each on its nearest existing parent
+        where it is not there yet, as C(df) measures it; not judged.
     type: list
     elements: path
     default: []
@@ -283,12 +283,13 @@ paths:
            lnk_target: /opt/sglang/releases/3f9fc8b8, lnk_source: /opt/sglang/releases/3f9fc8b8}}
 free_space:
   description:
-    - For each path of O(free_space), the bytes a user other than root may still write there (C(avail), as C(df)
-      counts them), the mount point of its file system (C(mount)) and the path measured (C(measured), its nearest
-      existing parent where it is not there yet).
+    - For each path of O(free_space), in order, the path (C(path), C(~) expanded), the bytes a user other than root
+      may still write there (C(avail), as C(df) counts them), the mount point of its file system (C(mount)) and the
+      path measured (C(measured), its nearest existing parent where it is not there yet).
   returned: always
-  type: dict
-  sample: {/var/lib/models: {measured: /var/lib, mount: /, avail: 412316860416}}
+  type: list
+  elements: dict
+  sample: [{path: /var/lib/models, measured: /var/lib, mount: /, avail: 412316860416}]
 commands:
   description:
     - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and
@@ -380,7 +381,7 @@ def main():
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"host_state could not read a path: {exc}")
     try:
-        space = {path: host_state.free_space(path) for path in p["free_space"]}
+        space = [dict(host_state.free_space(path), path=path) for path in p["free_space"]]
     except OSError as exc:
         module.fail_json(msg=f"host_state could not measure the free space under a path: {exc}")
     answers = []

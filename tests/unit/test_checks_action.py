@@ -93,3 +93,12 @@ def test_assert_options_are_refused(tmp_path):
     playbook = PLAYBOOK.replace("        checks:\n", "        quiet: true\n        checks:\n", 1)
     result, _ = run(tmp_path, playbook, branch="580", version="580.95.05")
     assert result["failed"] is True and "unsupported options ['quiet']" in result["msg"]
+
+
+def test_plain_booleans_are_conditions_as_assert_takes_them(tmp_path):
+    playbook = PLAYBOOK.split("        checks:\n")[0] + (
+        "        checks:\n          - that: true\n            msg: never\n"
+        "          - that: [true, false]\n            msg: the second\n"
+        "      register: result\n      ignore_errors: true\n\n") + "    - name: Write" + PLAYBOOK.split("    - name: Write")[1]
+    result, _ = run(tmp_path, playbook)
+    assert (result["failed"], result["check"], result["assertion"], result["msg"]) == (True, 2, False, "the second")

@@ -35,3 +35,24 @@ def test_the_longest_mount_point_holding_the_path_is_its_mount(tmp_path):
     # a mount point is a whole component: /srv/modelsx does not hold /srv/models
     fake = mounts + f"tmpfs {real} tmpfs rw 0 0\n"
     assert host_state.free_space(str(tmp_path / "not-yet" / "there"), fake)["mount"] == real
+
+
+def test_the_module_answers_in_the_order_asked_and_expands_home(tmp_path):
+    """preflight reads the answers in the order of preflight_min_free_gib's keys: a key with ~ is measured at the
+    home directory, in its place."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    from conftest import REPO
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-e",
+                           f"ansible_python_interpreter={sys.executable}", "-m", "blackwell.serving.host_state",
+                           "-a", json.dumps({"free_space": ["~/not-there-yet", "/"]}), "-o"],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout.split("=>", 1)[1])
+    home, root = result["free_space"]
+    assert home["path"] == os.path.expanduser("~/not-there-yet") and home["measured"] == os.path.expanduser("~")
+    assert root["path"] == root["measured"] == root["mount"] == "/" and root["avail"] > 0

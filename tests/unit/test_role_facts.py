@@ -3,7 +3,12 @@
 Without it the role stops with "object of type 'dict' has no attribute 'distribution'" on its first platform
 check, as the Molecule verify of cuda_toolkit did when it included the role in a play that gathers nothing.
 """
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -64,7 +69,8 @@ def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
     assert needs_hardware == {"processor"}
     plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
     gathered = {}
-    for play in plays:
+    # (the first play forgets earlier runs' facts and gathers none: test_the_preflight_forgets_earlier_facts_...)
+    for play in plays[1:]:
         setup = [t for t in play["tasks"] if "ansible.builtin.setup" in t]
         assert len(setup) == 1 and play["gather_facts"] is False, play["name"]
         gathered[play["hosts"]] = set(setup[0]["ansible.builtin.setup"]["gather_subset"])
@@ -73,17 +79,53 @@ def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
     assert gathered and all(subsets == {"min", "network"} for subsets in gathered.values()), gathered
 
 
-def test_the_preflight_plays_forget_earlier_facts_before_gathering():
+def test_the_preflight_forgets_earlier_facts_once_before_any_play_gathers():
     """The fact cache merges what each run gathers into what it held: a converging run's package_facts (hundreds of
     kilobytes of installed packages on a real server) stayed in it for good, and every task of every later run
-    decoded and copied it. Each preflight play clears the cache of its hosts just before it gathers afresh."""
+    decoded and copied it. preflight.yml's first play clears the cache of every host of the run, once, before any
+    play gathers: a play of its own, since clear_facts clears every host of its play, so a host in two groups (a
+    router on a GPU server) would lose in the second play what the first gathered (nvidia_gpu)."""
     plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
-    for play in plays:
-        actions = [next(k for k in t if k.startswith("ansible.builtin.")) for t in play["tasks"]]
-        setup = actions.index("ansible.builtin.setup")
-        assert setup >= 1 and actions[setup - 1] == "ansible.builtin.meta", play["name"]
-        assert play["tasks"][setup - 1]["ansible.builtin.meta"] == "clear_facts", play["name"]
-        assert "ansible.builtin.meta" not in actions[setup:], play["name"]
+    first, rest = plays[0], plays[1:]
+    actions = [next(k for k in t if k.startswith("ansible.builtin.")) for t in first["tasks"]]
+    assert "ansible.builtin.setup" not in actions and first["gather_facts"] is False
+    assert [t["ansible.builtin.meta"] for t in first["tasks"] if "ansible.builtin.meta" in t] == ["clear_facts"]
+    assert first["hosts"].split(":") == sorted({p["hosts"] for p in rest}, key=first["hosts"].split(":").index)
+    for play in rest:
+        assert not any("ansible.builtin.meta" in t for t in play["tasks"]), play["name"]
+
+
+def test_the_forgetting_keeps_the_interpreter_found_and_nothing_else(tmp_path):
+    """Run preflight.yml's first play on a cache that holds a package list and the interpreter found earlier: the
+    packages are gone, the interpreter stays, and no module of the run looks for one again (a round trip or two per
+    host and run where the inventory names none)."""
+    plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
+    (tmp_path / "forget.yml").write_text(yaml.safe_dump([plays[0]], sort_keys=False))
+    (tmp_path / "seed.yml").write_text(yaml.safe_dump([{"hosts": "gpu_servers", "gather_facts": False, "tasks": [
+        {"name": "What a converging run leaves in the cache", "ansible.builtin.set_fact": {
+            "discovered_interpreter_python": sys.executable, "packages": {"nvidia-driver": [{"version": "580"}]},
+            "cacheable": True}}]}]))
+    (tmp_path / "after.yml").write_text(yaml.safe_dump([{"hosts": "gpu_servers", "gather_facts": False, "tasks": [
+        {"name": "A module", "ansible.builtin.ping": {}},
+        {"name": "What is left", "ansible.builtin.copy": {"content": "{{ ansible_facts | to_json }}",
+                                                         "dest": str(tmp_path / "left.json"), "mode": "0644"}}]}]))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
+        "gpu_servers": {"hosts": {"h1": {"ansible_connection": "local"}}},
+        "sglang_routers": {"hosts": {"h1": {}}}}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"), ANSIBLE_CACHE_PLUGIN="jsonfile",
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"), ANSIBLE_GATHERING="smart",
+               ANSIBLE_INTERPRETER_PYTHON="auto_silent")
+    runs = {}
+    for play in ("seed", "forget", "after"):
+        proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-vvv", "-i",
+                               str(tmp_path / "hosts.yml"), str(tmp_path / f"{play}.yml")],
+                              capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        runs[play] = proc.stdout
+    left = json.loads((tmp_path / "left.json").read_text())
+    assert "packages" not in left
+    assert left["discovered_interpreter_python"] == sys.executable
+    assert "interpreter discovery" not in runs["after"].lower()
 
 
 # the top-level names setup gives each fact (ansible_distribution, ...) when inject_facts_as_vars is on

@@ -24,6 +24,8 @@ HERE = "%d.%d" % sys.version_info[:2]
 @pytest.mark.parametrize("python, version, says", [
     ("/nonexistent/python3", HERE, "it does not run ([Errno 2] No such file or directory: /nonexistent/python3)"),
     (sys.executable, "3.99", f"should be Python 3.99; it is {HERE}."),
+    # runs, fails, says nothing: its exit code
+    ("/bin/false", HERE, "it does not run (exit code 1)"),
     (sys.executable, HERE, None),
 ])
 def test_the_system_python_is_asked_and_judged(tmp_path, python, version, says):
