@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark: what the SM120 compiler judge costs, per head dim, cold and cached.
 
-For sglang 0.5.8.post1 and 0.5.9 (their real sdists, fetched and checked by lab/upstream.py) and each head
-dim GLM-5 is judged at (128/128, 256/256, 576/512), prints the wall time of one probe run
+For sglang 0.5.8.post1, 0.5.9 (the pin's release) and the newest release of tests/fixtures/sm120/upstream-trees.json
+(real files from PyPI, fetched and checked by lab/upstream.py) and each head dim GLM-5 is judged at (128/128, 256/256, 576/512), prints the wall time of one probe run
 (plugins/module_utils/sm120_probe.py: interpreter start, Triton import, loading the kernel file, compiling
 for sm_120):
 - cold: an empty Triton cache (what the module pays: it gives the probe a fresh cache directory each run);
 - Triton-cached: the same again with Triton's cache from the cold run;
-then, when `ansible` is on PATH, the module itself on 0.5.9 with the three head dims: the first run
-(compiles) and a rerun answered from its verdict cache (what a converged host pays in verify).
+then, when `ansible` is on PATH, the module itself on 0.5.9 and on the newest tree with the three head dims: the
+first run (compiles) and a rerun answered from its verdict cache (what a converged host pays in verify).
 
 Figures, not a pass/fail test. Run from the repository root with an interpreter that has Triton 3.5.1
 (the lab's tool venv has it): ~/.cache/blackwell-lab/venv-*/bin/python benchmarks/sm120_compile.py
@@ -27,17 +27,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / ".collections"))
 
 from lab import paths, upstream  # noqa: E402
+from tools import sm120_trees  # noqa: E402
 
 PROBE = REPO / "plugins" / "module_utils" / "sm120_probe.py"
 HEAD_DIMS = [(128, 128), (256, 256), (576, 512)]
-
-
-def kernel_file(tree):
-    hits = [p for p in tree.rglob("extend_attention.py")
-            if "_get_block_sizes_for_extend_attention" in p.read_text(errors="replace")]
-    if len(hits) != 1:
-        sys.exit(f"expected one kernel file under {tree}, found {hits}")
-    return hits[0]
 
 
 def probe(python, file, dims, cache_dir):
@@ -70,10 +63,11 @@ def main():
     python = sys.executable
     work = Path(tempfile.mkdtemp(prefix="sm120-bench-"))
     try:
-        trees = {v: upstream.extract_sdist(upstream.sglang_sdist(v), work / v) for v in ("0.5.8.post1", "0.5.9")}
+        newest = sm120_trees.listing()["trees"][-1]["version"]
+        trees = {v: upstream.sglang_tree(v) for v in ("0.5.8.post1", "0.5.9", newest)}
         print(f"{'sglang':<12} {'head dim':<9} {'shared B':>9} {'cold s':>7} {'cached s':>9}")
         for version, tree in trees.items():
-            file = kernel_file(tree)
+            file = sm120_trees.kernel_file(tree)
             for dims in HEAD_DIMS:
                 cache = work / f"triton-{version}-{dims[0]}"
                 cold, answer = probe(python, file, [dims], cache)
@@ -81,11 +75,12 @@ def main():
                 shared = answer["tiles"][0]["smem_bytes"]
                 print(f"{version:<12} {dims[0]}/{dims[1]:<5} {shared:>9} {cold:>7.2f} {warm:>9.2f}")
         if shutil.which("ansible"):
-            cache = work / "verdict.json"
-            first, r = module(trees["0.5.9"], cache, python)
-            again, r2 = module(trees["0.5.9"], cache, python)
-            print(f"module on 0.5.9, three head dims: first run {first:.2f} s (judge {r['judge']}, cached "
-                  f"{r['cached']}); rerun {again:.2f} s (cached {r2['cached']})")
+            for version in ("0.5.9", newest):
+                cache = work / f"verdict-{version}.json"
+                first, r = module(trees[version], cache, python)
+                again, r2 = module(trees[version], cache, python)
+                print(f"module on {version}, three head dims: first run {first:.2f} s (judge {r['judge']}, cached "
+                      f"{r['cached']}); rerun {again:.2f} s (cached {r2['cached']})")
         else:
             print("ansible is not on PATH: the module's own figures are left out")
     finally:

@@ -436,8 +436,8 @@ def cache_key(files, triton, head_dims, capability, smem_limit, probe_source):
 
 def compiled_verdict(answer, file, line, capability, smem_limit):
     """One definition's verdict from the probe's answer (a dict; see sm120_probe), or None when the compiler
-    could not judge it (no usable Triton, a kernel file the probe cannot load or launch): then the estimate
-    answers, and says why."""
+    could not judge it (no usable Triton, a kernel file the probe cannot load or launch): the caller says why
+    (judge_compiled) and never counts it as a pass."""
     limit = limit_for(capability, smem_limit)
     cap = ".".join(map(str, capability))
     status = answer.get("status")
@@ -461,12 +461,15 @@ def judge_compiled(answers, capability=(12, 0), smem_limit=None):
     """The tree's verdict from the probe's answers, one per definition as (file, line, answer).
 
     Returns (verdict, why_not): the verdict is None when any definition could not be judged by the
-    compiler (why_not says why), so that the estimate answers for the whole tree."""
+    compiler (why_not says why): the tree is then not judged, unless the caller accepts the estimate."""
     results = []
     for file, line, answer in answers:
         verdict = compiled_verdict(answer, file, line, capability, smem_limit)
         if verdict is None:
-            why = answer.get("error") or f"the probe answered {answer.get('status')!r}"
-            return None, f"{file}: {why}"
+            status = answer.get("status")
+            what = {"no_triton": "no usable Triton", "unloadable": "the probe could not call the launcher",
+                    "failed": "the probe failed"}.get(status, f"the probe answered {status!r}")
+            where = f" at head dim {answer['head_dim']}" if answer.get("head_dim") else ""
+            return None, f"{file}: {what}{where}: {answer.get('error') or 'no tiles compiled'}"
         results.append(verdict)
     return _combine(results, "compiler"), None

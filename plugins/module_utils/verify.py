@@ -87,6 +87,13 @@ def _sglang(expected, found):
         out.append(_check("sm120_fix", "sglang", False, "the SM120 shared-memory fix (sglang #14311)",
                           sm.get("error") or "no sglang release to judge",
                           "Run the sglang role (site.yml) so that a release is in service."))
+    elif sm.get("judge") == "none":
+        # the compiler was asked and could not judge: never a pass
+        out.append(_check("sm120_fix", "sglang", False, "the SM120 shared-memory fix (sglang #14311), judged by the "
+                          "compiler", f"not judged by the compiler: {sm.get('compiler_error') or sm.get('reason')}",
+                          "A release the compiler cannot judge is not proven to fit SM120's shared memory: pin a "
+                          "commit the compiler can judge, or set sglang_sm120_judge: estimate in the stack file to "
+                          "accept the estimate's verdict (" + str((sm.get("estimate") or {}).get("reason", "")) + ")."))
     else:
         fixed = sm.get("present") is True and sm.get("fix_commit_ancestor") is not False
         tiles = ", ".join(f"head {t.get('head_dim', t['head_size'])}: {t['BLOCK_M']}x{t['BLOCK_N']} = {t['smem_bytes']} B"

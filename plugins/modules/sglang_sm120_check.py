@@ -18,10 +18,13 @@ description:
     the tree's own launcher C(extend_attention_fwd) so that the tree chooses block sizes, warps and stages,
     compiles the launched kernel for C(sm_120) with Triton and compares the compiled kernel's shared memory with
     the limit. This is what decides whether the kernel launches.
-  - B(The estimate), without O(python) or without a usable Triton there. The block sizes the function chooses,
+  - B(The estimate), without O(python). The block sizes the function chooses,
     worked out without running anything, and the Q, K and V tiles (16-bit, one stage) measured against the
     limit. Fast and available before anything is installed, but blind to stages and to the compiler's layout, and
     off by up to a third, both ways. Head dims whose qk and v differ (576/512) are not judged by it.
+  - With O(python), a tree the compiler cannot judge (no Triton there, a launcher the probe cannot call, a kernel file
+    it cannot load) is not judged (RV(judged) false, RV(present) false, RV(judge) C(none)), with the compiler's
+    reason, unless O(accept_estimate) is set, in which case the estimate's verdict stands and RV(judge) says so.
   - The result says which judge answered (RV(judge)), with the figures per head dim either way.
   - A comment that mentions sm120, or a branch for capability 12 that keeps Hopper's block sizes, is not the
     fix; only what the code computes counts.
@@ -36,8 +39,15 @@ options:
   python:
     description:
       - The interpreter of the release's environment, where Triton is; the compiler judges with it.
-      - Without it, or when Triton cannot be imported there, the estimate answers.
+      - Without it the estimate answers. With it, the compiler must answer (see O(accept_estimate)).
     type: path
+  accept_estimate:
+    description:
+      - Where O(python) is given and the compiler cannot judge the tree, take the estimate's verdict instead of
+        answering not judged. The estimate is blind to pipeline stages and to the compiler's layout, and was wrong
+        both ways on real edits of sglang's kernel; the reason the compiler gave is returned as RV(compiler_error).
+    type: bool
+    default: false
   model_path:
     description:
       - A model directory; the attention head dims in its C(config.json) are judged too (GLM-5, whose attention is
@@ -108,20 +118,24 @@ present:
   type: bool
   sample: true
 judge:
-  description: Which judge answered, C(compiler) or C(estimate).
+  description:
+    - Which judge answered, C(compiler) or C(estimate); C(none) where O(python) was given, the compiler could not judge
+      and O(accept_estimate) was not set.
   returned: always
   type: str
   sample: compiler
 judged:
-  description: Whether the tree could be judged at all (false when the function is missing or does something the judge does not follow).
+  description:
+    - Whether the tree was judged at all (false when the function is missing, does something the judge does not
+      follow, or the compiler could not judge it and O(accept_estimate) was not set).
   returned: always
   type: bool
   sample: true
 compiler_error:
-  description: Why the compiler did not answer when O(python) was given and the estimate answered instead.
-  returned: when the estimate answered although O(python) was given
+  description: Why the compiler did not judge, where O(python) was given; names the launcher's parameter where that was the cause.
+  returned: when O(python) was given and the compiler did not judge
   type: str
-  sample: "no usable Triton: ModuleNotFoundError: No module named 'triton'"
+  sample: "no Triton: the environment of /opt/sglang/current/venv/bin/python has no triton package"
 triton:
   description: The version of Triton that compiled, or null.
   returned: always
@@ -316,7 +330,7 @@ def by_compiler(module, python, estimate, capability, head_dims, smem_limit, cac
     probe = Probe(module, python)
     triton = probe.triton_version()
     if not triton:
-        return None, f"no usable Triton: the environment of {python} has no triton package"
+        return None, f"no Triton: the environment of {python} has no triton package"
     files = [d["file"] for d in estimate["definitions"]]
     key = sm120.cache_key(files, triton, head_dims, capability, smem_limit, probe.source)
     if cache:
@@ -347,6 +361,7 @@ def main():
             smem_limit=dict(type="int"),
             cache=dict(type="path"),
             fix_commit=dict(type="str", default=sm120.FIX_COMMIT),
+            accept_estimate=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -371,9 +386,14 @@ def main():
         compiled, why_not = by_compiler(module, p["python"], estimate, capability, head_dims, limit, p["cache"])
         if compiled is not None:
             verdict = compiled
-        else:
+        elif p["accept_estimate"]:
             verdict["compiler_error"] = why_not
-            verdict["reason"] = f"{verdict['reason']} (estimate: the compiler could not judge: {why_not})"
+            verdict["reason"] = (f"{verdict['reason']} (the estimate's verdict, accepted: the compiler could not "
+                                 f"judge: {why_not})")
+        else:
+            # never a pass: a tree the compiler was asked to judge and could not is not judged
+            verdict.update(present=False, judged=False, judge="none", tiles=[], compiler_error=why_not,
+                           reason=f"not judged by the compiler: {why_not}")
     verdict["estimate"] = {k: estimate.get(k) for k in ("present", "tiles", "reason", "not_judged")}
     verdict["head_dims"] = [sm120.head_dim_name(d) for d in head_dims]
     ancestor, head = git_facts(module, p["path"], p["fix_commit"])

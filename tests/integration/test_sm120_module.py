@@ -110,10 +110,13 @@ def test_the_compiler_passes_0_5_9_and_a_converged_host_answers_from_the_cache(r
     assert check(real["0.5.9"], args=args)["cached"] is False
 
 
-def test_without_triton_the_estimate_answers_and_says_so(real):
+def test_without_triton_the_compiler_does_not_judge_unless_the_estimate_is_accepted(real):
     r = check(real["0.5.9"], args={"python": "/usr/bin/python3"})  # the system's Python has no Triton
-    assert r["judge"] == "estimate" and r["present"] is True
-    assert "triton" in r["compiler_error"].lower() and r["triton"] is None
+    assert r["judge"] == "none" and r["present"] is False and r["judged"] is False
+    assert r["reason"].startswith("not judged by the compiler") and "triton" in r["compiler_error"].lower()
+    r = check(real["0.5.9"], args={"python": "/usr/bin/python3", "accept_estimate": True})
+    assert r["judge"] == "estimate" and r["present"] is True and r["triton"] is None
+    assert "triton" in r["compiler_error"].lower()
     assert smem(r) == {"128/128": 81920, "256/256": 98304}
 
 

@@ -3,6 +3,7 @@ a clear message on a host whose sglang release was pinned, with the explicit ove
 SM120 fix. Runs after test_site_lab.py, on the host that test converged."""
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -69,3 +70,26 @@ def test_a_release_pinned_without_the_fix_fails_verify_clearly(rebooted, tmp_pat
     finally:
         restored = playbook(SITE)
     assert restored.returncode == 0, "site.yml did not bring the pinned release back (output above)"
+
+
+def current():
+    return subprocess.run(["docker", "exec", hosts.container(HOST), "readlink", "/opt/sglang/current"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@needs_lab
+def test_a_release_on_disk_without_the_fix_is_refused_before_current_moves(rebooted):
+    """The release built with the override (previous test) stays on disk; pinned again without the override, its
+    cached compiler verdict stops the switch: the SM120 refusal gates every switch, not only a build."""
+    from lab import paths, sglang_repo
+    pre_fix = sglang_repo.build(paths.sub("git"))["revert_sm120"]
+    serving = current()
+    on_disk = subprocess.run(["docker", "exec", hosts.container(HOST), "sh", "-c",
+                              f"ls -d /opt/sglang/releases/{pre_fix[:12]}-*/.release.json"], capture_output=True, text=True)
+    assert on_disk.returncode == 0, "the release built with the override is not on disk to switch to"
+    proc = playbook(SITE, "-e", f"sglang_commit={pre_fix}")
+    assert proc.returncode != 0
+    assert "the compiler condemns sglang release" in proc.stdout and "Nothing was switched" in proc.stdout
+    assert "sglang_allow_missing_sm120_fix" in proc.stdout
+    assert current() == serving
+    assert recap(proc.stdout)[HOST]["changed"] == 0

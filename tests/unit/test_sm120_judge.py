@@ -241,14 +241,14 @@ def test_compiler_finds_the_kernel_after_the_move_and_never_imports_sglang(tmp_p
     assert figures(answer) == {"256/256": (64, 64, 8, 1, 73728)}
 
 
-def test_without_triton_the_probe_says_so_and_the_estimate_answers(tmp_path, real):
+def test_without_triton_the_probe_says_so_and_the_compiler_does_not_judge(tmp_path, real):
     answer = probe(kernel(real["0.5.9"]), python="/usr/bin/python3")  # the system's Python: no Triton
     assert answer["status"] == "no_triton", answer
     v, why = sm120.judge_compiled([(str(kernel(real["0.5.9"])), 35, answer)])
     assert v is None and "triton" in why.lower()
 
 
-def test_a_tree_the_probe_cannot_launch_is_left_to_the_estimate(tmp_path):
+def test_a_tree_the_probe_cannot_launch_is_not_judged_by_the_compiler(tmp_path):
     t = tree(tmp_path, {lab.OLD_PATH: lab.FIXED})  # the function, no kernel and no launcher
     answer = probe(kernel(t), [(128, 128)])
     assert answer["status"] == "unloadable" and "extend_attention_fwd" in answer["error"]
