@@ -60,7 +60,8 @@ attributes:
     support: none
 notes:
   - O(url) is the server's address as the router knows it (for example C(http://10.0.0.11:30000)), and O(api_key)
-    also serves to read a draining server's metrics.
+    also serves to read a draining server's metrics; a server put back is added with it, so that the router's own
+    calls to the server (its health checks) carry it.
 seealso:
   - module: blackwell.serving.sglang_health
   - name: sglang-router
@@ -288,7 +289,9 @@ def main():
             if module.check_mode:
                 module.exit_json(**result)
             if not mine:
-                status, body = _request("POST", f"{router}/workers", body={"url": url}, headers=headers)
+                # the key goes with the worker: the router's own calls to it (health checks, model info) carry it
+                worker = dict({"url": url}, **({"api_key": p["api_key"]} if p["api_key"] else {}))
+                status, body = _request("POST", f"{router}/workers", body=worker, headers=headers)
                 if status not in (200, 201, 202):
                     module.fail_json(msg=f"The router {router} refused to add {url}: {status} {body[:200]!r}", **result)
 

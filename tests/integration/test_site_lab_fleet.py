@@ -191,6 +191,7 @@ def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
     hub_stats(reset=True)
     load = Load(tmp_path)
     watch = RouterWatch()
+    started = int(time.time()) - 1
     out = fleet_playbook(REPIN, "-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}")
     outside = watch.stop()
     report = load.stop()
@@ -213,6 +214,11 @@ def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
         assert verified is not None and verified <= left, f"{h} left the router before its new revision was verified"
         figures[h] = round(back - left, 1)
     print(f"out of the router per host (s): {figures}; Hub bytes sent {sent['sent_total']} (one copy {one_copy})")
+    # each host put back carries the servers' API key: the real router warns of a worker added without it (and its
+    # own health checks then get 401 from the servers)
+    journal = subprocess.run(["docker", "exec", hosts.container(ROUTER), "journalctl", "-q", "-o", "cat",
+                              "-u", "sglang-router", "--since", f"@{started}"], capture_output=True, text=True).stdout
+    assert "without API key" not in journal, journal[-2000:]
     again = fleet_playbook(REPIN, "-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}")
     assert again.returncode == 0
     assert all(r["changed"] == 0 for r in recap(again.stdout).values()), "a re-pin to the same pins changed something"

@@ -54,11 +54,15 @@ def serve(answer):
 
 class FakeRouter:
     """The worker API of sglang-router 0.3.x as the module uses it: GET/POST /workers, DELETE /workers/ID (queued:
-    202), and a server's /metrics with sglang's gauges."""
+    202), and a server's /metrics with sglang's gauges. As the real router (0.3.2, src/core/worker_service.rs
+    create_worker), a router with an API key warns of a worker added without one (its own calls to it then go
+    without the key, and an sglang server with a key answers them 401): ``warnings`` keeps each."""
 
-    def __init__(self):
+    def __init__(self, api_key=None):
         self.workers = []
         self.metrics = b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n"
+        self.api_key = api_key
+        self.warnings = []
 
     def handler(self):
         router = self
@@ -81,7 +85,11 @@ class FakeRouter:
 
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                router.workers.append({"id": f"w{len(router.workers)}", "url": body["url"], "is_healthy": True})
+                if router.api_key and not body.get("api_key"):
+                    router.warnings.append(f"Adding worker {body['url']} without API key while router has API key "
+                                           "configured.")
+                router.workers.append({"id": f"w{len(router.workers)}", "url": body["url"], "is_healthy": True,
+                                       "api_key": body.get("api_key")})
                 self._send(202)
 
             def do_DELETE(self):  # noqa: N802
@@ -103,9 +111,9 @@ def router():
 
 
 @contextlib.contextmanager
-def fake_router(address="127.0.0.1"):
+def fake_router(address="127.0.0.1", api_key=None):
     """A FakeRouter listening on address (any of 127.0.0.0/8 is this machine's loopback), at .url."""
-    state = FakeRouter()
+    state = FakeRouter(api_key)
     httpd = http.server.ThreadingHTTPServer((address, 0), state.handler())
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     state.url = f"http://{address}:{httpd.server_address[1]}"

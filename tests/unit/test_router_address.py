@@ -36,12 +36,12 @@ PLAYBOOK = """
 """
 
 
-def _run(tmp_path, router, server_url, port):
+def _run(tmp_path, router, server_url, port, api_key=None):
     inventory = {"all": {"children": {
         "sglang_routers": {"hosts": {"router-1": {"sglang_router_host": "127.0.0.2", "sglang_router_port": port}}},
         "gpu_servers": {"hosts": {"gpu-1": {"sglang_router_worker_url": server_url}}}},
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "sglang_router_drain_grace": 0}}}
+                 "sglang_router_drain_grace": 0, **({"sglang_service_api_key": api_key} if api_key else {})}}}
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     (tmp_path / "pb.yml").write_text(PLAYBOOK)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
@@ -63,3 +63,20 @@ def test_drain_and_restore_reach_a_router_bound_to_another_address(tmp_path):
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         assert [w["url"] for w in json.loads(out.read_text())["workers"]] == [other], "the drain did not happen"
         assert sorted(w["url"] for w in router.workers) == sorted([other, server]), "the restore did not happen"
+
+
+def test_a_server_put_back_carries_the_api_key(tmp_path):
+    """sglang-router 0.3.2 warns of a worker added without the key while it has one, and its own health checks
+    then reach the server without it (401 from a server with a key): the restore adds the worker with the key."""
+    key = "lab-key-0123456789"
+    with fake_router("127.0.0.2", api_key=key) as router:
+        port = int(router.url.rsplit(":", 1)[1])
+        server = router.url
+        router.workers = [{"id": "w-other", "url": "http://10.9.9.9:30000", "is_healthy": True},
+                          {"id": "w-me", "url": server, "is_healthy": True}]
+        proc, _out = _run(tmp_path, router, server, port, api_key=key)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        added = [w for w in router.workers if w["url"] == server]
+        assert added and added[0]["api_key"] == key
+        assert router.warnings == []
+        assert key not in proc.stdout
