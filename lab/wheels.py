@@ -11,7 +11,10 @@ Each stand-in declares the dependencies of the real wheel (Requires-Dist, read
 from the real wheel's metadata), so that the resolution around it is the real
 one: torch's stand-in pulls the real Triton 3.5.1, sympy, networkx, ... from
 PyPI. Left out, and said so in the stand-in's metadata: torch's nvidia-*-cu12
-CUDA libraries (several GB, useless without a GPU).
+CUDA libraries (several GB, useless without a GPU), except cuDNN and cuBLAS:
+torch pins nvidia-cudnn-cu12==9.10.2.21 exactly and the sglang role overrides
+it (sglang_cudnn_version), so both cuDNN versions stand in here, each
+requiring nvidia-cublas-cu12 as the real wheels do.
 """
 from __future__ import annotations
 
@@ -33,8 +36,13 @@ TORCH_REQUIRES = [
     "networkx>=2.5.1", "jinja2", "fsspec>=0.8.5",
     'triton==3.5.1; platform_system == "Linux" and platform_machine == "x86_64"',
 ]
+# torch 2.9.1's pins of the CUDA libraries that stand in here (PyPI's wheel; the rest of its nvidia-*-cu12 are left out)
+_LINUX_X86 = 'platform_system == "Linux" and platform_machine == "x86_64"'
+TORCH_REQUIRES += [f"nvidia-cudnn-cu12==9.10.2.21; {_LINUX_X86}", f"nvidia-cublas-cu12==12.8.4.1; {_LINUX_X86}"]
 # distribution -> the real wheel's Requires-Dist that the stand-in keeps
-REQUIRES = {"torch": TORCH_REQUIRES}
+REQUIRES = {"torch": TORCH_REQUIRES,
+            # nvidia-cudnn-cu12 9.10.2.21 and 9.19.0.56 both declare it, unpinned (their wheels' METADATA on PyPI)
+            "nvidia-cudnn-cu12": ["nvidia-cublas-cu12"]}
 
 # (distribution, version, top-level module, module source)
 STANDINS = [
@@ -46,6 +54,10 @@ STANDINS = [
     ("flashinfer-jit-cache", "0.6.3+cu129", "flashinfer_jit_cache", '__version__ = "0.6.3+cu129"\n'),
     ("nvidia-cutlass-dsl", "4.3.4", "nvidia_cutlass_dsl", '__version__ = "4.3.4"\n'),
     ("nvidia-cudnn-frontend", "1.13.0", "cudnn", '__version__ = "1.13.0"\n'),
+    # torch's pin, and the one the sglang role puts over it (sglang_cudnn_version)
+    ("nvidia-cudnn-cu12", "9.10.2.21", "nvidia_cudnn_standin", '__version__ = "9.10.2.21"\n'),
+    ("nvidia-cudnn-cu12", "9.19.0.56", "nvidia_cudnn_standin", '__version__ = "9.19.0.56"\n'),
+    ("nvidia-cublas-cu12", "12.8.4.1", "nvidia_cublas_standin", '__version__ = "12.8.4.1"\n'),
 ]
 
 
@@ -113,24 +125,26 @@ def build(www: Path) -> Path:
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
-    projects = []
+    links: dict[str, list[str]] = {}
     for dist, version, module, source in STANDINS:
         fname, data = build_wheel(dist, version, module, source)
         (www / "packages" / fname).write_bytes(data)
         # the wheel's METADATA beside it, as PyPI and the PyTorch index serve it (PEP 658/714)
         meta = wheel_metadata(data)
         (www / "packages" / f"{fname}.metadata").write_bytes(meta)
-        proj = normalise(dist)
-        projects.append(proj)
-        (simple / proj).mkdir()
         sha = hashlib.sha256(data).hexdigest()
         meta_sha = hashlib.sha256(meta).hexdigest()
-        (simple / proj / "index.html").write_text(
-            f"<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\" "
+        links.setdefault(normalise(dist), []).append(
+            f"<a href=\"../../packages/{html.escape(fname)}#sha256={sha}\" "
             f"data-core-metadata=\"sha256={meta_sha}\" data-dist-info-metadata=\"sha256={meta_sha}\">"
-            f"{html.escape(fname)}</a>\n</body></html>\n")
+            f"{html.escape(fname)}</a>\n")
+    projects = sorted(links)
+    for proj in projects:
+        (simple / proj).mkdir()
+        (simple / proj / "index.html").write_text(
+            "<!DOCTYPE html>\n<html><body>\n" + "".join(links[proj]) + "</body></html>\n")
     (simple / "index.html").write_text(
-        "<!DOCTYPE html>\n<html><body>\n" + "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))
+        "<!DOCTYPE html>\n<html><body>\n" + "".join(f'<a href="{p}/">{p}</a>\n' for p in projects)
         + "</body></html>\n")
     stamp.write_text(key)
     return simple

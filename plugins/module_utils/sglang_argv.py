@@ -8,6 +8,8 @@ exact (``--tp-size``, never the ``--tp`` prefix argparse would also take).
 """
 from __future__ import annotations
 
+import json
+
 # (flag, settings key): options that take a value, in the unit's order; an empty value leaves the option out
 VALUED = (
     ("--attention-backend", "attention_backend"),
@@ -18,13 +20,14 @@ VALUED = (
     ("--mem-fraction-static", "mem_fraction_static"),
     ("--cuda-graph-max-bs", "cuda_graph_max_bs"),
     ("--max-running-requests", "max_running_requests"),
+    ("--watchdog-timeout", "watchdog_timeout"),
+    ("--model-loader-extra-config", "model_loader_extra_config"),
     ("--tool-call-parser", "tool_call_parser"),
     ("--reasoning-parser", "reasoning_parser"),
 )
 # (flag, settings key): switches, given when the setting is true
 SWITCHES = (
     ("--disable-custom-all-reduce", "disable_custom_all_reduce"),
-    ("--enable-flashinfer-allreduce-fusion", "enable_flashinfer_allreduce_fusion"),
     ("--enable-metrics", "enable_metrics"),
 )
 # every settings key server_options reads (the role's variable names without sglang_service_), and config: the
@@ -53,7 +56,9 @@ def _bool(name, value):
 
 
 def _word(value):
-    """A value as one command-line word: 0.9 as 0.9, 8 as 8."""
+    """A value as one command-line word: 0.9 as 0.9, 8 as 8, a mapping as compact JSON (sglang parses it so)."""
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True) if value else ""
     return value if isinstance(value, str) else str(value)
 
 

@@ -10,12 +10,13 @@ probes, and asserts each check. Groups let a run select what it can judge
 """
 from __future__ import annotations
 
-from ansible_collections.blackwell.serving.plugins.module_utils.sglang_argv import parse_options
+from ansible_collections.blackwell.serving.plugins.module_utils import known_bad
+from ansible_collections.blackwell.serving.plugins.module_utils.sglang_argv import SWITCHES, VALUED, parse_options
 
 GROUPS = ("gpu", "cuda", "sglang", "service", "model")
 # what a judge of the host's stack makes unless asked: the model check needs the model's records
 STACK_GROUPS = GROUPS[:4]
-PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers")
+PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers", "nvidia-cudnn-cu12")
 
 
 def _check(name, group, ok, expected, found, hint):
@@ -142,7 +143,28 @@ def _service(expected, found):
                       f"text {text!r}"[:300] + ("" if ok else f" ({why})"),
                       "The server answers but what it computes is wrong: check --kv-cache-dtype bf16 and "
                       "--fp4-gemm-backend flashinfer_cudnn on SM120, and the journal."))
+    if found.get("unit_text") is not None:
+        out.append(_known_bad(expected, found))
     return out
+
+
+def server_settings(unit_text):
+    """The server's options as the unit runs them ({settings key: value}, keys as the sglang_service variables
+    without their prefix), read from the unit's text (with its drop-ins, as ``systemctl cat`` prints it)."""
+    flags = unit_options(unit_text)["flags"]
+    keys = {flag: key for flag, key in VALUED + SWITCHES}
+    return {keys[flag]: value for flag, value in flags.items() if flag in keys}
+
+
+def _known_bad(expected, found):
+    """The known-bad table (module_utils/known_bad.py) against the options the unit runs, the GPUs' compute
+    capability (as found, else as expected) and the release's packages."""
+    caps = (found.get("gpu") or {}).get("compute_capabilities") or [expected["compute_capability"]]
+    rows = known_bad.matches(str(caps[0]), server_settings(found["unit_text"]), found.get("packages") or {})
+    return _check("known_bad", "service", not rows, "no combination of the known-bad table",
+                  "; ".join(known_bad.describe(r) for r in rows) or "none",
+                  "The server runs a combination known to crash, garble output or fail on these GPUs: change what "
+                  "the row says, in the stack file or the inventory, and run site.yml.")
 
 
 def _model(expected, found):

@@ -63,7 +63,7 @@ options:
         type: int
         default: 120
   unit:
-    description: A systemd unit whose C(ActiveState) is read; empty for none.
+    description: A systemd unit whose C(ActiveState) and text (with its drop-ins) are read; empty for none.
     type: str
     default: ""
   links:
@@ -136,6 +136,13 @@ unit_state:
   returned: when O(unit) is given
   type: str
   sample: active
+unit_text:
+  description:
+    - The unit as systemd runs it - its file and its drop-ins, as C(systemctl cat) prints them - or null when
+      systemd did not answer or has no such unit.
+  returned: when O(unit) is given
+  type: str
+  sample: "# /etc/systemd/system/sglang.service\n[Service]\nExecStart=/opt/sglang/current/venv/bin/python ..."
 endpoints:
   description: Each of O(paths) with the status it answered, -1 where the server did not answer.
   returned: always
@@ -235,6 +242,11 @@ def main():
             rc, out, _err = module.run_command([systemctl, "show", p["unit"], "--property=ActiveState"])
             state = probe.parse_active_state(out) if rc == 0 else None
         result["unit_state"] = state
+        text = None
+        if systemctl:
+            rc, out, _err = module.run_command([systemctl, "cat", "--no-pager", p["unit"]])
+            text = out if rc == 0 else None
+        result["unit_text"] = text
     if p["url"]:
         for path in p["paths"]:
             result["endpoints"][path] = ask(p, path, timeout=p["timeout"])[0]

@@ -100,6 +100,11 @@ BAD_INPUTS = {
     "driver_version": (["nvidia_driver_version=580.95"], "three numbers"),
     "commit_upper": (["sglang_commit=6154FAA27C2213A43B0DD8EC5A496EAD1213F5B5"], "in upper case"),
     "revision_upper": (["model_weights_revision=16E3DF0DB16062FEF41BEFCFD0463F36F78AF244"], "in upper case"),
+    # rows of the known-bad table (plugins/module_utils/known_bad.py)
+    "known_bad_moe_runner": (["sglang_service_moe_runner_backend=flashinfer_cutlass"],
+                             "flashinfer-cutlass-moe-sm120-race"),
+    "known_bad_cudnn": (["sglang_cudnn_version=9.10.2.21"], "cudnn-fp4-gemm-below-9.15"),
+    "known_bad_kv_cache": (["sglang_service_kv_cache_dtype=fp8_e4m3"], "fp8-kv-cache-sm120"),
 }
 
 

@@ -43,13 +43,17 @@ def role_install_options():
     return [w for w in words if w.startswith("-") and w != "--python"]
 
 
+# options of the install that decide how files are written, not what resolves (uv pip compile has none of them)
+INSTALL_ONLY = {"-e", "--compile-bytecode"}
+
+
 def compile_cmd(uv, pyproject, overrides, torch_index, package_index, options, python="3.12"):
     """`uv pip compile` with the install's options: each option the role passes, with its value."""
     values = {"--index": torch_index, "--default-index": package_index, "--override": str(overrides)}
     cmd = [str(uv), "pip", "compile", "--python-version", python, "--python-platform", PLATFORM,
            "--emit-index-annotation", "--no-header", "--quiet"]
     for opt in options:
-        if opt == "-e":
+        if opt in INSTALL_ONLY:
             continue
         cmd += [opt, values[opt]] if opt in values else [opt]
     return cmd + [str(pyproject)]
@@ -77,10 +81,11 @@ def reachable(url):
         return False
 
 
-def overrides_file(tmp_path, flashinfer, transformers):
+def overrides_file(tmp_path, flashinfer, transformers, cudnn=PROD["sglang_cudnn_version"]):
     path = tmp_path / "overrides.txt"
     # as build.yml writes it
-    path.write_text(f"flashinfer-python=={flashinfer}\nflashinfer-cubin=={flashinfer}\ntransformers=={transformers}\n")
+    path.write_text(f"flashinfer-python=={flashinfer}\nflashinfer-cubin=={flashinfer}\ntransformers=={transformers}\n"
+                    f"nvidia-cudnn-cu12=={cudnn}\n")
     return path
 
 
@@ -105,7 +110,9 @@ def test_production_python_pins_resolve_on_the_real_package_index(uv, tmp_path):
     got = resolved(proc.stdout)
     want = {"torch": "2.9.1", "flashinfer-python": PROD["sglang_flashinfer_version"],
             "flashinfer-cubin": PROD["sglang_flashinfer_version"],
-            "transformers": PROD["sglang_transformers_version"], "sgl-kernel": "0.3.21"}
+            "transformers": PROD["sglang_transformers_version"], "sgl-kernel": "0.3.21",
+            # over torch's exact 9.10.2.21
+            "nvidia-cudnn-cu12": PROD["sglang_cudnn_version"]}
     for name, version in want.items():
         assert got.get(name, (None,))[0] is not None, f"{name} is not in the resolution"
         assert got[name][0].split("+")[0] == version, f"{name} resolved to {got[name][0]}, pinned {version}"
@@ -148,6 +155,8 @@ def test_torch_comes_from_the_configured_torch_index_not_sglangs_own(uv, tmp_pat
     got = resolved(proc.stdout)
     assert got["torch"] == ("2.9.1+cu129", simple.as_uri()), got["torch"]
     assert got["flashinfer-cubin"] == ("0.6.3", simple.as_uri())
+    # torch's stand-in pins cuDNN 9.10.2.21 as the real torch does; the override wins
+    assert got["nvidia-cudnn-cu12"] == (PROD["sglang_cudnn_version"], simple.as_uri())
     assert got["transformers"][1].rstrip("/") == PROD["sglang_package_index_url"].rstrip("/")
     assert {index.rstrip("/") for _, index in got.values()} <= {simple.as_uri().rstrip("/"),
                                                                  PROD["sglang_package_index_url"].rstrip("/")}

@@ -54,7 +54,7 @@ def serve(answer):
 
 class FakeRouter:
     """The worker API of sglang-router 0.3.x as the module uses it: GET/POST /workers, DELETE /workers/ID (queued:
-    202), and a server's /metrics with sglang's gauges. As the real router (0.3.2, src/core/worker_service.rs
+    202), and a server's /metrics with sglang's gauges. As the real router (the pinned sglang_router_version, src/core/worker_service.rs
     create_worker), a router with an API key warns of a worker added without one (its own calls to it then go
     without the key, and an sglang server with a key answers them 401): ``warnings`` keeps each."""
 

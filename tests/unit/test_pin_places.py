@@ -66,6 +66,7 @@ KNOWN = {
     ("sglang_flashinfer_version", "lab/sglang_repo.py"): "the lab's sglang tree pins what upstream's did",
     ("sglang_flashinfer_version", "lab/standins/sglang/launch_server.py"): "the stand-in server checks it",
     ("sglang_flashinfer_version", "lab/wheels.py"): "the lab's wheel index builds this version",
+    ("sglang_flashinfer_version", "roles/sglang_service/README.md"): "the known-bad table and its evidence cite releases",
     ("sglang_flashinfer_version", "molecule/sglang/tasks/assert_release.yml"): "Molecule asserts the packages",
     ("sglang_flashinfer_version", "tests/integration/test_stack_resolves.py"): "resolves the real packages",
     ("sglang_flashinfer_version", "tests/unit/test_unit_flags_real_sglang.py"): "the real sglang release's pins",

@@ -172,3 +172,21 @@ def test_one_tls_context_serves_every_request_of_a_run(monkeypatch):
     assert codes == [200, 200, 200] and chat == answer
     assert seen[-1] == ("POST", "/v1/chat/completions", f"Bearer {KEY}", CHAT)
     assert made == [1]
+
+
+def test_the_unit_is_read_with_its_drop_ins_as_systemctl_cat_prints_it(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(
+        '#!/bin/sh\ncase "$1" in\n'
+        '  show) echo ActiveState=active ;;\n'
+        '  cat) printf "# /etc/systemd/system/sglang.service\\n[Service]\\nExecStart=/bin/true --a 1\\n\\n'
+        '# /etc/systemd/system/sglang.service.d/override.conf\\n[Service]\\nEnvironment=X=1\\n" ;;\n'
+        'esac\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    r = run_module("sglang_probe", {"unit": "sglang.service"}, path_prepend=str(bin_dir))
+    assert r["unit_state"] == "active"
+    assert "override.conf" in r["unit_text"] and "Environment=X=1" in r["unit_text"]
+    (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
+    r = run_module("sglang_probe", {"unit": "sglang.service"}, path_prepend=str(bin_dir))
+    assert r["unit_state"] is None and r["unit_text"] is None

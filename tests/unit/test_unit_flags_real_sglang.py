@@ -59,10 +59,13 @@ def test_sglangs_own_parser_takes_the_production_command_line(tree, production):
     args = out["parsed"]
     assert args["model_path"] == "/srv/models/GLM-5-NVFP4" and args["served_model_name"] == "glm-5"
     assert (args["tensor_parallel_size"], args["kv_cache_dtype"], args["attention_backend"]) == (8, "bf16", "flashinfer")
-    assert args["moe_runner_backend"] == "flashinfer_cutlass" and args["quantization"] == "modelopt_fp4"
+    assert args["moe_runner_backend"] == "cutlass" and args["quantization"] == "modelopt_fp4"
     assert args["fp4_gemm_runner_backend"] == "flashinfer_cudnn"
     assert (args["tool_call_parser"], args["reasoning_parser"]) == ("glm47", "glm45")
-    assert args["disable_custom_all_reduce"] and args["enable_flashinfer_allreduce_fusion"]
+    # sglang applies the flashinfer allreduce fusion only on SM90 and SM100 (layers/communicator.py): not set
+    assert args["disable_custom_all_reduce"] and not args["enable_flashinfer_allreduce_fusion"]
+    assert args["watchdog_timeout"] == 600
+    assert json.loads(args["model_loader_extra_config"]) == {"enable_multithread_load": True, "num_threads": 8}
     assert args["trust_remote_code"] and args["mem_fraction_static"] == 0.9
     assert (args["cuda_graph_max_bs"], args["max_running_requests"]) == (8, 8)
 

@@ -11,7 +11,8 @@ EXPECTED = {
     "gpu_count": 8, "gpu_name": "RTX PRO 6000", "compute_capability": "12.0", "kernel_module": "open",
     "driver_version": "580.95.05", "cuda_version": "12.9.1", "sglang_commit": "3f9fc8b848365a5797a44856854e3e6f00a60dd0",
     "sm120_fix_commit": "632c7afa8ce20c2a696380ccf5b28337fd9903b7",
-    "packages": {"flashinfer-python": "0.6.3", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0"},
+    "packages": {"flashinfer-python": "0.6.3", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0",
+                 "nvidia-cudnn-cu12": "9.19.0.56"},
     "unit": "sglang.service",
 }
 
@@ -103,9 +104,11 @@ def test_a_reverted_fix_fails_even_with_the_fix_commit_in_history():
 
 
 @pytest.mark.parametrize("change, failing", [
-    ({"packages": {"flashinfer-python": "0.6.4", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0"}},
+    ({"packages": {"flashinfer-python": "0.6.4", "flashinfer-cubin": "0.6.3", "transformers": "5.2.0",
+                   "nvidia-cudnn-cu12": "9.19.0.56"}},
      "package flashinfer-python"),
-    ({"packages": {"flashinfer-python": "0.6.3", "transformers": "5.2.0"}}, "package flashinfer-cubin"),
+    ({"packages": {"flashinfer-python": "0.6.3", "transformers": "5.2.0", "nvidia-cudnn-cu12": "9.19.0.56"}},
+     "package flashinfer-cubin"),
     ({"nvcc": {"release": "12.8", "version": "12.8.93"}}, "cuda_toolkit"),
     ({"nvcc": None}, "cuda_toolkit"),
     ({"unit_state": "failed"}, "unit_active"),

@@ -24,6 +24,9 @@ another build's kernels do. Told to (``SGLANG_LAB_CORRUPT_FROM_TOKEN=K`` in its
 environment, or the file /etc/sglang-lab-standin/corrupt-from-token; a lab-only
 setting), it answers other tokens, confidently, from position K on: the server
 that starts, answers /health, and computes garbage.
+
+``--model-loader-extra-config`` is read as sglang 0.5.9 reads it: JSON, and its default loader refuses any key but
+``enable_multithread_load`` and ``num_threads`` at start.
 """
 import hashlib
 import json
@@ -252,6 +255,11 @@ def main(argv=None):
     logging.getLogger("sglang.srt.entrypoints.engine").info(
         "server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in sorted(vars(args).items())) + ")")
     config = model_config(args.model_path)
+    # as sglang 0.5.9 reads it (configs/load_config.py: JSON; model_loader/loader.py DefaultModelLoader: two keys)
+    extra = json.loads(args.model_loader_extra_config)
+    unexpected = set(extra) - {"enable_multithread_load", "num_threads"}
+    if unexpected:
+        raise ValueError(f"Unexpected extra config keys for load format auto: {unexpected}")
     delay = float(os.environ.get("SGLANG_LAB_STARTUP_SECONDS", "1"))
     httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, config, model_digest(args.model_path)))
     print(f"sglang {__version__} (lab stand-in) serving {args.model_path} as "
