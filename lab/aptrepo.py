@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, serve
+from . import elfstub, paths, serve
 from .hosts import MIRROR_NAME
 from .util import LabError, digest, log, run
 
@@ -157,8 +157,13 @@ def driver_debs(ver: str) -> list[Deb]:
         gfx("firmware-nvidia-gsp", "NVIDIA GSP firmware", section="multiverse/kernel"),
         gfx("nvidia-smi", "NVIDIA System Management Interface", depends=exact("libnvidia-ml1"),
             files=smi_files),
+        # the driver's CUDA library, which sgl-kernel's extension needs (DT_NEEDED libcuda.so.1): a stub of that
+        # soname where the loader's cache finds it (dpkg runs ldconfig through libc-bin's trigger; here postinst)
         gfx("libcuda1", "NVIDIA CUDA Driver Library", depends=exact("libnvidia-ptxjitcompiler1"),
-            section="multiverse/libs"),
+            files={**doc("libcuda1"), **{path: (elfstub.build(soname=soname), 0o644)
+                                         for path, soname in elfstub.sonames()["libcuda1"].items()}},
+            postinst="#!/bin/sh\nset -e\n[ \"$1\" = configure ] && ldconfig || true\n",
+            postrm="#!/bin/sh\nset -e\nldconfig || true\n", section="multiverse/libs"),
         gfx("libnvidia-ptxjitcompiler1", "NVIDIA PTX JIT Compiler library", section="multiverse/libs"),
         gfx("libnvidia-ml1", "NVIDIA Management Library (NVML) runtime library", section="multiverse/libs"),
         Deb("nvidia-persistenced", v, "daemon to maintain persistent software state in the NVIDIA driver",
@@ -361,6 +366,7 @@ def build(www: Path) -> Path:
     """Build the repository under www/REPO_PATH (only when its inputs changed)."""
     repo = www / REPO_PATH
     sources = [Path(__file__).read_bytes(), *[p.read_bytes() for p in sorted(STANDINS.glob("*.py"))],
+               Path(elfstub.__file__).read_bytes(), elfstub.NEEDED.read_bytes(),
                *[p.read_bytes() for p in sorted(RTX_CAPTURES.iterdir())]]
     keyring = Keyring()
     keyring.ensure()

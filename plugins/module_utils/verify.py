@@ -106,6 +106,9 @@ def _sglang(expected, found):
                           f"; fix commit an ancestor: {sm.get('fix_commit_ancestor')}",
                           "The release in service lacks the SM120 fix and can overflow shared memory on SM120: "
                           "pin an sglang_commit that contains it and run site.yml. " + str(sm.get("reason", ""))))
+    native = found.get("native_libraries")
+    if "native_libraries" in found:
+        out.append(_native(found, native))
     head = sm.get("head") if sm else None
     out.append(_check("sglang_commit", "sglang", head == expected["sglang_commit"], expected["sglang_commit"], head,
                       "The release in service is not the pinned commit: run site.yml, or look for a rollback "
@@ -146,6 +149,25 @@ def _service(expected, found):
     if found.get("unit_text") is not None:
         out.append(_known_bad(expected, found))
     return out
+
+
+def _native(found, native):
+    """The shared libraries the release's compiled extensions need, resolved as the loader will (sglang_probe)."""
+    from ansible_collections.blackwell.serving.plugins.module_utils.native_libs import provider
+
+    if not native:
+        return _check("native_libraries", "sglang", False, "every library the server's extensions need, found",
+                      "not read (no release environment)", "Run the sglang role (site.yml) so that a release is "
+                      "in service.")
+    missing = native.get("missing") or []
+    said = "; ".join(f"{m['library']} (needed by {', '.join(m['needed_by'][:3])}"
+                     f"{' and more' if len(m['needed_by']) > 3 else ''}; from {provider(m['library'])})"
+                     for m in missing)
+    return _check("native_libraries", "sglang", not missing,
+                  f"every library the server's extensions need, found ({native.get('objects')} objects read)",
+                  said or "all found",
+                  "The server cannot import these extensions and dies at start: install what each line names "
+                  "(site.yml installs the system's; a wheel's come with the release), then restart it.")
 
 
 def server_settings(unit_text):

@@ -81,6 +81,16 @@ options:
       - A Python interpreter whose environment's distributions are listed (name lower-cased, C(_) as C(-));
         nothing when it is left out, and an empty list when it does not run.
     type: path
+  native_packages:
+    description:
+      - Top-level packages of the environment of O(python) (C(torch), C(sgl_kernel), C(nvidia), ...) whose shared
+        objects must load - every library they need (C(DT_NEEDED)) is looked up as the dynamic loader would, in
+        their own run paths, the libraries that the environment's imports load first (C(torch/lib),
+        C(nvidia/*/lib), a package's C(.libs)) and the system's (C(ldconfig -p), the default directories), and
+        each that stays missing is named (RV(native_libraries)). Empty for none.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Runs in check mode as without it (it only reads).
@@ -131,6 +141,15 @@ packages:
   returned: when O(python) is given
   type: dict
   sample: {numpy: 2.2.6, packaging: "25.0"}
+native_libraries:
+  description:
+    - With O(native_packages), the shared objects read (C(objects)), the libraries that stay missing, each with the
+      objects that need it (C(missing)), and the objects that could not be read (C(unreadable)); paths relative to
+      the environment's site-packages. Null where O(python) is no virtual environment's interpreter.
+  returned: when O(native_packages) is given
+  type: dict
+  sample: {objects: 412, missing: [{library: libnuma.so.1, needed_by: [sgl_kernel/sm100/common_ops.abi3.so]}],
+           unreadable: []}
 unit_state:
   description: The unit's C(ActiveState), or null when systemd did not answer.
   returned: when O(unit) is given
@@ -172,6 +191,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.blackwell.serving.plugins.module_utils import native_libs
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
 from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
@@ -221,6 +241,7 @@ def main():
             links=dict(type="list", elements="path", default=[]),
             exists=dict(type="list", elements="path", default=[]),
             python=dict(type="path"),
+            native_packages=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -235,6 +256,16 @@ def main():
             result["packages"] = probe.parse_packages(rc, out)
         else:
             result["packages"] = {}
+    if p["native_packages"]:
+        result["native_libraries"] = None
+        site = native_libs.site_packages(p["python"]) if p["python"] else None
+        if site:
+            ldconfig = module.get_bin_path("ldconfig")  # PATH, then the sbin directories
+            cache = {}
+            if ldconfig:
+                rc, out, _err = module.run_command([ldconfig, "-p"], environ_update={"LC_ALL": "C"})
+                cache = native_libs.parse_ldconfig(out) if rc == 0 else {}
+            result["native_libraries"] = native_libs.check(site, p["native_packages"], cache)
     if p["unit"]:
         systemctl = module.get_bin_path("systemctl")
         state = None

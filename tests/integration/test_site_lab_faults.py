@@ -194,3 +194,29 @@ def test_weights_corrupted_in_place_fail_verify_naming_the_file(converged, tmp_p
         flip_byte_keeping_mtime(shard)
     proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["model"]}')
     assert proc.returncode == 0, "verify.yml failed on the restored shard (output above)"
+
+
+# --- a system library the server's compiled extensions need: missing, named by the start and by verify, put back
+@needs_lab
+def test_a_host_without_libnuma_fails_start_and_verify_naming_it_and_site_puts_it_back(converged, tmp_path):
+    """sgl-kernel's extension needs libnuma.so.1 (the real wheel's DT_NEEDED, which the lab's stand-in carries):
+    without the package the server dies at import and verify names the library and the package; site.yml
+    installs it again and the server serves."""
+    since = on_host("date", "+%Y-%m-%d %H:%M:%S").strip()
+    on_host("dpkg", "--remove", "--force-depends", "libnuma1")
+    try:
+        on_host("systemctl", "restart", "sglang.service")
+    except subprocess.CalledProcessError:
+        pass  # the unit may report the failed start here already
+    subprocess.run(["sleep", "5"], check=True)
+    journal = on_host("journalctl", "--no-pager", "-u", "sglang.service", "--since", since)
+    assert "libnuma.so.1" in journal and "Could not load any common_ops library" in journal, journal[-2000:]
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["sglang"]}')
+    assert proc.returncode != 0, "verify.yml passed a host without libnuma1 (output above)"
+    assert "check native_libraries failed" in proc.stdout and "libnuma.so.1" in proc.stdout
+    assert "package libnuma1 (Debian family)" in proc.stdout
+    site = playbook(SITE)
+    assert site.returncode == 0, "site.yml did not bring the host back (output above)"
+    assert "install ok installed" in on_host("dpkg-query", "-W", "-f", "${Status}", "libnuma1")
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}")
+    assert proc.returncode == 0, "verify.yml failed after site.yml put libnuma1 back (output above)"

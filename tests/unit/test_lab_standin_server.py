@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from lab import sglang_repo
+from lab import elfstub, sglang_repo, wheels
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,13 @@ def tree(tmp_path_factory):
     (pkg / "launch_server.py").write_text((sglang_repo.STANDIN / "launch_server.py").read_text())
     (pkg / "lab_standin" / "__init__.py").write_text("")
     (pkg / "lab_standin" / "server_args.py").write_text((sglang_repo.STANDIN / "server_args.py").read_text())
+    # the stand-ins of torch and sgl-kernel (and the CUDA libraries torch loads), as a release's environment has them
+    www = tmp_path_factory.mktemp("www")
+    wheels.build(www)
+    names = ("torch-", "sgl_kernel-", "nvidia_cublas_cu12-", "nvidia_cuda_runtime_cu12-", "nvidia_cuda_nvrtc_cu12-")
+    files = [str(p) for p in sorted((www / "packages").glob("*.whl")) if p.name.startswith(names)]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(root),
+                    *files], check=True, capture_output=True)
     return root
 
 
@@ -36,12 +43,17 @@ def toolchain(tmp_path_factory):
     for tool in (root / "bin" / "ninja", root / "bin" / "c++", root / "cuda" / "bin" / "nvcc"):
         tool.write_text("#!/bin/sh\necho 'lab tool'\n")
         tool.chmod(0o755)
+    (root / "driver").mkdir()
+    (root / "driver" / "libcuda.so.1").write_bytes(elfstub.build(soname="libcuda.so.1"))
     return root
 
 
 def tool_env(toolchain, drop=None):
-    """PATH and CUDA_HOME as the unit sets them, less the tool named by drop."""
+    """PATH and CUDA_HOME as the unit sets them, less the tool named by drop; the driver's library where the loader
+    finds it (the toolchain fixture's sibling), unless drop is libcuda."""
     env = {"PATH": str(toolchain / "bin"), "CUDA_HOME": str(toolchain / "cuda")}
+    if drop != "libcuda":
+        env["LD_LIBRARY_PATH"] = str(toolchain / "driver")
     if drop == "nvcc":
         env["CUDA_HOME"] = str(toolchain / "no-cuda")
     elif drop:
@@ -139,6 +151,19 @@ def test_without_a_jit_tool_the_server_fails_at_start(tree, tmp_path, toolchain,
     finally:
         proc.kill()
     assert proc.returncode == 1 and "flashinfer JIT compilation cannot run" in err and says in err, err
+
+
+def test_without_a_library_sgl_kernels_extension_needs_the_server_fails_at_start(tree, tmp_path, toolchain):
+    """The stand-in sgl-kernel's extension needs what the real one needs (lab/files/native-needed.json): without
+    the driver's libcuda.so.1 the server dies at import, naming it, as sglang does ("Could not load any
+    common_ops library")."""
+    (tmp_path / "config.json").write_text("{}")
+    proc = launch(tree, "--model-path", str(tmp_path), "--port", str(free_port()), env=tool_env(toolchain, "libcuda"))
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "Could not load any common_ops library" in err and "libcuda.so.1" in err, err
 
 
 

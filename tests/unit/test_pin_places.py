@@ -67,6 +67,8 @@ KNOWN = {
     ("sglang_flashinfer_version", "lab/standins/sglang/launch_server.py"): "the stand-in server checks it",
     ("sglang_flashinfer_version", "lab/wheels.py"): "the lab's wheel index builds this version",
     ("sglang_flashinfer_version", "roles/sglang_service/README.md"): "the known-bad table and its evidence cite releases",
+    ("sglang_flashinfer_version", "plugins/module_utils/known_bad.py"): "a row cites the release its code was read from",
+    ("sglang_flashinfer_version", "plugins/filter/known_bad.yml"): "an example of a row that matches",
     ("sglang_flashinfer_version", "molecule/sglang/tasks/assert_release.yml"): "Molecule asserts the packages",
     ("sglang_flashinfer_version", "tests/integration/test_stack_resolves.py"): "resolves the real packages",
     ("sglang_flashinfer_version", "tests/unit/test_unit_flags_real_sglang.py"): "the real sglang release's pins",

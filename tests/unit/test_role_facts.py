@@ -58,7 +58,7 @@ def test_role_gathers_what_it_reads(role):
 
 def test_the_roles_that_read_facts():
     assert sorted(r for r in ROLES if facts_read(r)) == [
-        "cuda_toolkit", "nvidia_driver", "nvidia_repo", "preflight", "sglang", "uv_venv"]
+        "cuda_toolkit", "nvidia_driver", "nvidia_repo", "preflight", "sglang", "sglang_service", "uv_venv"]
 
 
 def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():

@@ -25,6 +25,9 @@ environment, or the file /etc/sglang-lab-standin/corrupt-from-token; a lab-only
 setting), it answers other tokens, confidently, from position K on: the server
 that starts, answers /health, and computes garbage.
 
+At start it imports sgl-kernel, whose stand-in loads its extension as the real one does: a host without a
+library that extension needs (libnuma.so.1, the driver's libcuda.so.1) fails there, naming it.
+
 ``--model-loader-extra-config`` is read as sglang 0.5.9 reads it: JSON, and its default loader refuses any key but
 ``enable_multithread_load`` and ``num_threads`` at start.
 """
@@ -245,6 +248,13 @@ def jit_toolchain_missing():
 
 def main(argv=None):
     args = prepare_server_args(sys.argv[1:] if argv is None else argv)
+    # sglang imports sgl-kernel's compiled ops as it starts (the stand-in's are real shared objects with the real
+    # DT_NEEDED list: lab/elfstub.py): a host without libnuma1 or the driver's libcuda fails here, as a real one does
+    try:
+        import sgl_kernel  # noqa: F401
+    except ImportError as exc:
+        print(f"ImportError: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1)
     missing = jit_toolchain_missing()
     if missing:
         print("RuntimeError: flashinfer JIT compilation cannot run (lab stand-in of the first warm-up): "
