@@ -16,6 +16,11 @@ def sglang_server_args(settings):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def sglang_option_refusals(bad_values):
+    """One phrase per value the server refuses, naming the role variable that gives it."""
+    return [f"{sglang_argv.variable_of(b['flag'])}={b['value']} ({b['flag']}: {b['why']})" for b in bad_values or []]
+
+
 class FilterModule:
     def filters(self):
-        return {"sglang_server_args": sglang_server_args}
+        return {"sglang_server_args": sglang_server_args, "sglang_option_refusals": sglang_option_refusals}

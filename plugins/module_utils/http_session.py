@@ -23,3 +23,12 @@ class Session:
             self._context = make_context()
         return Request().open(method or ("POST" if data else "GET"), url, data=data, headers=headers,
                               timeout=timeout, http_agent=http_agent, context=self._context)
+
+
+def secret_problem(value, option):
+    """Why a key or token cannot go into an HTTP header (a control character: a newline would end the header), in
+    words that name the option and never the value; None when it can."""
+    if value and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return (f"{option} holds a control character (a newline, a tab, ...), which no HTTP header can carry; "
+                "its value is not shown. Set it without one (a key read from a file often ends in a newline).")
+    return None

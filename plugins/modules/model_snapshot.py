@@ -177,6 +177,8 @@ import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import secret_problem
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
@@ -222,6 +224,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if secret_problem(p["token"], "token"):
+        module.fail_json(msg=secret_problem(p["token"], "token"))
     if not SHA.match(p["revision"]):
         module.fail_json(msg=f"revision must be a full 40-hex commit id; got {p['revision']!r}")
     root = p["path"]

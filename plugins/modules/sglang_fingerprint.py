@@ -94,7 +94,7 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
-from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session, secret_problem
 
 
 # one TLS context for every request of this run (module_utils/http_session.py)
@@ -114,6 +114,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if secret_problem(p["api_key"], "api_key"):
+        module.fail_json(msg=secret_problem(p["api_key"], "api_key"))
     if not p["prompts"] or p["max_new_tokens"] < 1:
         module.fail_json(msg="sglang_fingerprint needs at least one prompt and max_new_tokens of 1 or more")
     headers = {"Content-Type": "application/json"}

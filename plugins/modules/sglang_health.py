@@ -115,6 +115,8 @@ unit_failed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import secret_problem
 from ansible.module_utils.urls import open_url
 
 
@@ -153,6 +155,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if secret_problem(p["api_key"], "api_key"):
+        module.fail_json(msg=secret_problem(p["api_key"], "api_key"))
     status, error = ask_server(p)
     result = dict(changed=False, healthy=status == 200, status=status, error=error, unit_failed=False)
     if p["unit"]:

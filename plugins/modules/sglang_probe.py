@@ -193,7 +193,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils import native_libs
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
-from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session, secret_problem
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
 
 
@@ -246,6 +246,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if secret_problem(p["api_key"], "api_key"):
+        module.fail_json(msg=secret_problem(p["api_key"], "api_key"))
     result = dict(changed=False,
                   links={path: os.path.realpath(path) if os.path.islink(path) else None for path in p["links"]},
                   exists={path: os.path.lexists(path) for path in p["exists"]},

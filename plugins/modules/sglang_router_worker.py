@@ -123,6 +123,8 @@ import time
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import secret_problem
 from ansible.module_utils.urls import open_url
 
 
@@ -243,6 +245,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if secret_problem(p["api_key"], "api_key"):
+        module.fail_json(msg=secret_problem(p["api_key"], "api_key"))
     router = normalise(p["router_url"])
     url = normalise(p["url"]) if p["url"] else None
     result = dict(changed=False, waited=0.0)

@@ -11,7 +11,9 @@ version_added: 0.2.0
 description:
   - Reads C(python/sglang/srt/server_args.py) under O(path) and collects the option strings of its
     C(add_argument) calls by parsing the file (nothing is imported, so no GPU and no installed stack are needed).
-  - With O(args), names the flags among them that the server does not accept.
+  - With O(args), names the flags among them that the server does not accept, and the values it would refuse - not
+    one of an option's literal C(choices) (a list in the call, or a module-level name bound to one), or not a number
+    where the option's C(type) is C(int) or C(float). Choices computed at run time (a registry's keys) are not checked.
   - Reads only; never changes anything.
 author: blackwell.serving maintainers (!UNKNOWN)
 options:
@@ -69,6 +71,12 @@ unknown:
   type: list
   elements: str
   sample: [--enable-torch-compiel]
+bad_values:
+  description: The options of O(args) whose value the server would refuse, each with its flag, value and why.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{flag: --attention-backend, value: flashinfer2, why: "not one of triton, torch_native, flashinfer"}]
 """
 
 import os
@@ -88,7 +96,7 @@ def main():
     )
     p = module.params
     path = os.path.join(p["path"], server_args.SERVER_ARGS)
-    result = dict(changed=False, found=False, file=path, options=[], unknown=[])
+    result = dict(changed=False, found=False, file=path, options=[], unknown=[], bad_values=[])
     try:
         with open(path, encoding="utf-8") as fh:
             source = fh.read()
@@ -98,11 +106,13 @@ def main():
         module.fail_json(msg=f"cannot read {path}: {exc}", **result)
     try:
         options = server_args.option_strings(source)
+        specs = server_args.option_specs(source)
     except SyntaxError as exc:
         module.fail_json(msg=f"{path} is not Python this module can parse: {exc}", **result)
     result.update(found=bool(options), options=options)
     if options:
         result["unknown"] = server_args.unknown_flags(p["args"], options)
+        result["bad_values"] = server_args.bad_values(p["args"], specs)
     module.exit_json(**result)
 
 

@@ -105,6 +105,10 @@ BAD_INPUTS = {
                              "flashinfer-cutlass-moe-sm120-race"),
     "known_bad_cudnn": (["sglang_cudnn_version=9.10.2.21"], "cudnn-fp4-gemm-below-9.15"),
     "known_bad_kv_cache": (["sglang_service_kv_cache_dtype=fp8_e4m3"], "fp8-kv-cache-sm120"),
+    # a value the pinned tree's parser refuses (its literal choices), and a key no HTTP header can carry
+    "attention_backend": (["sglang_service_attention_backend=flashinfer2"],
+                          "sglang_service_attention_backend=flashinfer2 (--attention-backend: not one of"),
+    "api_key_newline": (['{"sglang_service_api_key": "lab-key\\nsecond-line"}'], "control character"),
 }
 
 

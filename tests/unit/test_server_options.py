@@ -45,3 +45,26 @@ def test_the_module_reads_a_tree(real_source, tmp_path):
     assert r["found"] is True and r["unknown"] == ["--bogus"], r
     missing = run_module("sglang_server_options", {"path": str(tmp_path / "nothing"), "args": ["--bogus"]})
     assert missing["found"] is False and missing["unknown"] == [] and not missing.get("failed")
+
+
+def test_the_real_parsers_choices_and_types_are_read(real_source):
+    specs = server_args.option_specs(real_source)
+    assert "flashinfer" in specs["--attention-backend"]["choices"]
+    assert "cutlass" in specs["--moe-runner-backend"]["choices"]
+    assert specs["--kv-cache-dtype"]["choices"][:2] == ["auto", "fp8_e5m2"]
+    assert specs["--watchdog-timeout"]["type"] == "float" and specs["--tp-size"]["type"] == "int"
+    # computed at run time (a registry's keys): not checked here
+    assert specs["--tool-call-parser"]["choices"] is None
+
+
+def test_values_the_server_would_refuse_are_named_with_the_variable(real_source):
+    from ansible_collections.blackwell.serving.plugins.filter.sglang_argv import sglang_option_refusals
+    specs = server_args.option_specs(real_source)
+    args = ["--attention-backend", "flashinfer2", "--moe-runner-backend", "cutlass", "--tp-size", "eight",
+            "--mem-fraction-static=0.9", "--watchdog-timeout", "600", "--context-length", "x"]
+    bad = server_args.bad_values(args, specs)
+    assert [(b["flag"], b["value"]) for b in bad] == [("--attention-backend", "flashinfer2"), ("--tp-size", "eight"),
+                                                       ("--context-length", "x")]
+    said = sglang_option_refusals(bad)
+    assert said[0].startswith("sglang_service_attention_backend=flashinfer2 (--attention-backend: not one of")
+    assert said[1].startswith("sglang_service_tp_size=eight") and said[2].startswith("sglang_service_extra_args=x")

@@ -55,3 +55,19 @@ def test_with_it_no_key_is_logged_in_the_server_or_its_spawned_processes(tmp_pat
     assert text.count(", api_key='<redacted>'") == 2 and text.count("admin_api_key='<redacted>'") == 2
     assert "model_path='/srv/models/GLM-5-NVFP4'" in text and "port=30000" in text
     assert "api_key is not logged here, port 30000" in text
+
+
+def test_a_key_with_both_quotes_and_a_backslash_is_redacted_whole(tmp_path):
+    """repr() escapes the quote it wraps the value in: a key holding ' and " and \\ is written as 'a\\'b"c\\\\d'; the
+    redaction takes the whole literal, escapes included (issue 38)."""
+    key = "k3y'with\"both\\and-more-after"
+    prog = PROGRAM.replace('api_key: str = "sekret-key"', f"api_key: str = {key!r}")
+    prog_path = tmp_path / "server.py"
+    prog_path.write_text(prog)
+    out = subprocess.run([sys.executable, str(prog_path)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(STARTUP)})
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, out.stderr
+    for part in ("k3y", "with", "both", "and-more-after"):
+        assert part not in text, text
+    assert text.count(", api_key='<redacted>'") == 2

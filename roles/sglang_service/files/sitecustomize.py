@@ -6,7 +6,8 @@
 import logging
 import re
 
-_KEYS = re.compile(r"\b((?:admin_)?api_key=)('[^']*'|\"[^\"]*\")")
+# the value as repr() writes a str: quoted with ' or ", a quote of the same kind and a backslash escaped inside
+_KEYS = re.compile(r"""\b((?:admin_)?api_key=)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 _make_record = logging.getLogRecordFactory()
 
 
