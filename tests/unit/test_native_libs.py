@@ -107,3 +107,21 @@ def test_no_release_environment_is_a_failed_check_not_a_pass():
     found = dict(healthy_found(), native_libraries=None)
     assert not by_name(verify.judge(EXPECTED, found, ["sglang"]))["native_libraries"]["ok"]
     assert run_module("sglang_probe", {"python": "/usr/bin/python3", "native_packages": ["x"]})["native_libraries"] is None
+
+
+def test_on_a_real_torch_environment_only_optional_extras_stay_missing():
+    """The check run on the lent GPU machine (an H100; torch 2.11, 846 shared objects; tests/fixtures/gpu/h100-device/
+    native-libs-check.txt): across the whole environment only the optional extras a bare ldd also reports stay
+    missing (cupy's cuTENSOR, mpi4py's MPI, numba's TBB), torchvision's and torchaudio's libtorch are found (torch
+    loads it first), and the server's packages miss nothing."""
+    from conftest import FIXTURES
+    text = (FIXTURES / "gpu" / "h100-device" / "native-libs-check.txt").read_text()
+    lines = text.splitlines()
+    assert "objects 846" in next(ln for ln in lines if ln.startswith("ALL"))
+    missing = sorted(ln.split()[1] for ln in lines if ln.strip().startswith("missing "))
+    assert missing == ["libcutensor.so.2", "libcutensorMg.so.2", "libmpi.so.12", "libtbb.so.12"]
+    owners = " ".join(ln for ln in lines if ln.strip().startswith("missing "))
+    assert "torchvision" not in owners and "torchaudio" not in owners
+    for ln in lines:
+        if ln.startswith("['"):
+            assert ln.endswith("missing []"), ln
