@@ -364,3 +364,70 @@ def judge(spec, installed, units, offered=None):
         diffs += judge_absent_lines(want)
     # a package named and matched by a pattern too is one difference, said once
     return list(dict.fromkeys(diffs))
+
+
+def _listening_inodes(ports, net_texts):
+    """{inode: port} of the TCP sockets in state LISTEN on any of the ports, from /proc/net/tcp and tcp6's text."""
+    found = {}
+    for text in net_texts:
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+                continue
+            port = int(fields[1].rsplit(":", 1)[1], 16)
+            if port in ports:
+                found[fields[9]] = port
+    return found
+
+
+def _unit_of(cgroup_text):
+    """The systemd unit a process runs in, from its /proc/PID/cgroup (the last .service or .scope of its path)."""
+    for line in cgroup_text.splitlines():
+        for part in reversed(line.rsplit(":", 1)[-1].split("/")):
+            if part.endswith((".service", ".scope")):
+                return part
+    return None
+
+
+def listeners(ports, proc="/proc"):
+    """{port: [{"pid", "command", "unit"}]} of the processes that listen on each TCP port (IPv4 and IPv6), as ss -ltnp
+    finds them: the listening sockets' inodes from /proc/net/tcp*, matched to the processes' open descriptors (all
+    processes need root). A port no process listens on has an empty list."""
+    ports = [int(p) for p in ports]
+    texts = []
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(os.path.join(proc, "net", name), encoding="ascii", errors="replace") as fh:
+                texts.append(fh.read())
+        except OSError:
+            continue
+    inodes = _listening_inodes(set(ports), texts)
+    out = {port: [] for port in ports}
+    if not inodes:
+        return out
+    for pid in sorted((d for d in os.listdir(proc) if d.isdigit()), key=int):
+        fd_dir = os.path.join(proc, pid, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        hit = set()
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                hit.add(inodes[target[8:-1]])
+        if not hit:
+            continue
+        try:
+            with open(os.path.join(proc, pid, "comm"), encoding="utf-8", errors="replace") as fh:
+                command = fh.read().strip()
+            with open(os.path.join(proc, pid, "cgroup"), encoding="utf-8", errors="replace") as fh:
+                unit = _unit_of(fh.read())
+        except OSError:
+            command, unit = None, None
+        for port in sorted(hit):
+            out[port].append({"pid": int(pid), "command": command, "unit": unit})
+    return out

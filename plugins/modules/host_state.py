@@ -199,6 +199,12 @@ options:
     type: list
     elements: path
     default: []
+  listening:
+    description:
+      - TCP ports whose listening processes are named (RV(listening)), as C(ss -ltnp) finds them; not judged.
+    type: list
+    elements: int
+    default: []
   commands:
     description:
       - Read-only commands run in the same round trip, in order (RV(commands)), such as a version query or a
@@ -290,6 +296,13 @@ free_space:
   type: list
   elements: dict
   sample: [{path: /var/lib/models, measured: /var/lib, mount: /, avail: 412316860416}]
+listening:
+  description:
+    - For each port of O(listening), the processes that listen on it (IPv4 or IPv6), each with its C(pid), C(command)
+      and systemd C(unit) (null outside one); an empty list where none does. Other users' processes are seen as root only.
+  returned: always
+  type: dict
+  sample: {30000: [{pid: 4242, command: python, unit: sglang.service}], 30001: []}
 commands:
   description:
     - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and
@@ -335,6 +348,7 @@ def main():
                 paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
                 content=dict(type="bool", default=False), entries=dict(type="bool", default=False))),
             free_space=dict(type="list", elements="path", default=[]),
+            listening=dict(type="list", elements="int", default=[]),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 argv=dict(type="list", elements="str", required=True), environment=dict(type="dict", default={}))),
             absent_lines=dict(type="list", elements="dict", default=[], options=dict(
@@ -394,7 +408,7 @@ def main():
         answers.append({"argv": cmd["argv"], "rc": rc, "stdout": out, "stderr": err})
     module.exit_json(changed=False, holds=not diffs, differences=diffs, installed=seen, paths=paths,
                      units={u["name"]: units[u["name"]] for u in p["units"]}, free_space=space,
-                     commands=answers)
+                     commands=answers, listening=host_state.listeners(p["listening"]) if p["listening"] else {})
 
 
 if __name__ == "__main__":

@@ -105,9 +105,8 @@ BAD_INPUTS = {
                              "flashinfer-cutlass-moe-sm120-race"),
     "known_bad_cudnn": (["sglang_cudnn_version=9.10.2.21"], "cudnn-fp4-gemm-below-9.15"),
     "known_bad_kv_cache": (["sglang_service_kv_cache_dtype=fp8_e4m3"], "fp8-kv-cache-sm120"),
-    # a value the pinned tree's parser refuses (its literal choices), and a key no HTTP header can carry
-    "attention_backend": (["sglang_service_attention_backend=flashinfer2"],
-                          "sglang_service_attention_backend=flashinfer2 (--attention-backend: not one of"),
+    # a port another process holds (the lab host's sshd), and a key no HTTP header can carry
+    "port_in_use": (["sglang_service_port=22"], "sglang_service_port 22 is taken on the host by sshd"),
     "api_key_newline": (['{"sglang_service_api_key": "lab-key\\nsecond-line"}'], "control character"),
 }
 
@@ -224,3 +223,29 @@ def test_a_host_without_libnuma_fails_start_and_verify_naming_it_and_site_puts_i
     assert "install ok installed" in on_host("dpkg-query", "-W", "-f", "${Status}", "libnuma1")
     proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}")
     assert proc.returncode == 0, "verify.yml failed after site.yml put libnuma1 back (output above)"
+
+
+# --- a model revision the Hub does not know: refused before the layout changes, naming the variable
+@needs_lab
+def test_a_revision_the_hub_does_not_know_is_refused_before_the_layout_changes(converged):
+    def layout():
+        return (host_state(), on_host("sh", "-c", f"ls -la {MODEL}.revisions/; readlink {MODEL} {MODEL}.rollback || true"))
+
+    before = layout()
+    proc = playbook(SITE, "-e", "model_weights_revision=" + "1" * 40)
+    assert proc.returncode != 0, "a revision the Hub does not know was not refused (output above)"
+    assert f"model_weights_revision {'1' * 40} is not a revision that" in proc.stdout and "404" in proc.stdout
+    assert "Nothing was changed" in proc.stdout and "PLAY [NVIDIA driver" not in proc.stdout
+    assert layout() == before, "the layout changed before the refusal"
+
+
+# --- a server option value the pinned tree's parser refuses: refused before the unit changes, naming the variable
+@needs_lab
+def test_an_option_value_the_server_refuses_is_refused_before_the_unit_changes(converged):
+    before = host_state()
+    proc = playbook(SITE, "-e", "sglang_service_attention_backend=flashinfer2")
+    assert proc.returncode != 0, "an attention backend sglang does not have was not refused (output above)"
+    assert "sglang_service_attention_backend=flashinfer2 (--attention-backend: not one of" in proc.stdout
+    assert "Nothing was changed" in proc.stdout and "deploy_restart | Restart" not in proc.stdout
+    assert host_state() == before, "the host changed before the refusal"
+    assert recap(proc.stdout)[HOST]["changed"] == 0

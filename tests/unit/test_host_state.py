@@ -377,3 +377,30 @@ def test_module_runs_read_only_commands_in_order(tmp_path):
     assert (first["rc"], first["stdout"], first["stderr"]) == (3, "hello\n", "err\n")
     # a binary that is not there is an answer (rc 2), not a failure of the read
     assert second["rc"] == 2 and "no-such-nvcc" in second["stderr"] and second["stdout"] == ""
+
+
+def test_the_processes_listening_on_a_port_are_named_with_their_unit():
+    import socket
+    from ansible_collections.blackwell.serving.plugins.module_utils import host_state as hs
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as six, socket.socket() as four:
+        four.bind(("127.0.0.1", 0))
+        four.listen()
+        port = four.getsockname()[1]
+        found = hs.listeners([port, port + 1 if port < 65535 else port - 1])
+        mine = found[port]
+        assert [p["pid"] for p in mine] == [os.getpid()]
+        assert mine[0]["command"] and "unit" in mine[0]
+        assert list(found.values())[1] == []
+        six.bind(("::1", 0))
+        six.listen()
+        port6 = six.getsockname()[1]
+        assert [p["pid"] for p in hs.listeners([port6])[port6]] == [os.getpid()]
+
+
+def test_the_unit_of_a_process_is_read_from_its_cgroup():
+    from ansible_collections.blackwell.serving.plugins.module_utils import host_state as hs
+    assert hs._unit_of("0::/system.slice/ssh.service\n") == "ssh.service"
+    assert hs._unit_of("12:pids:/system.slice/sglang.service\n1:name=systemd:/system.slice/sglang.service\n") == \
+        "sglang.service"
+    assert hs._unit_of("0::/user.slice/user-0.slice/session-3.scope\n") == "session-3.scope"
+    assert hs._unit_of("0::/\n") is None
