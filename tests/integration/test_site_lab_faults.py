@@ -2,6 +2,7 @@
 sequence is finished by the next one. Runs after test_site_lab.py, on the host that test converged."""
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -249,3 +250,22 @@ def test_an_option_value_the_server_refuses_is_refused_before_the_unit_changes(c
     assert "Nothing was changed" in proc.stdout and "deploy_restart | Restart" not in proc.stdout
     assert host_state() == before, "the host changed before the refusal"
     assert recap(proc.stdout)[HOST]["changed"] == 0
+
+
+# --- a rollback is judged by the unit it restored, not by the settings of the change that failed
+@needs_lab
+def test_a_failed_deploy_that_moved_the_port_rolls_back_and_says_healthy(converged):
+    from lab import paths, sglang_repo
+    broken = sglang_repo.build(paths.sub("git"))["broken_server"]
+    serving = on_host("readlink", "/opt/sglang/current")
+    started = time.monotonic()
+    proc = playbook(SITE, "-e", f"sglang_commit={broken}", "-e", "sglang_service_port=30007")
+    took = time.monotonic() - started
+    assert proc.returncode != 0, "a release that does not come up was not refused (output above)"
+    assert "ROLLED BACK" in proc.stdout and "and is healthy" in proc.stdout, "the rollback was not reported healthy"
+    assert on_host("readlink", "/opt/sglang/current") == serving
+    props, argv = server_args()
+    assert props["ActiveState"] == "active" and argv[argv.index("--port") + 1] == "30000"
+    # the rollback's gate asked the restored port at once, not the failed one until its timeout (120 s in the lab)
+    print(f"site.yml with the failing release and port: {took:.0f} s")
+    assert playbook(SITE).returncode == 0
