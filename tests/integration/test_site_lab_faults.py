@@ -269,3 +269,18 @@ def test_a_failed_deploy_that_moved_the_port_rolls_back_and_says_healthy(converg
     # the rollback's gate asked the restored port at once, not the failed one until its timeout (120 s in the lab)
     print(f"site.yml with the failing release and port: {took:.0f} s")
     assert playbook(SITE).returncode == 0
+
+
+# --- a commit the remote lacks, a version no index offers: the run stops naming the variable, current untouched
+@needs_lab
+@pytest.mark.parametrize("extra, says", [
+    (["sglang_commit=" + "ab" * 20], "sglang_commit " + "ab" * 20 + " is not a commit that"),
+    (["sglang_transformers_version=99.0.0"], "offers sglang_transformers_version as pinned"),
+])
+def test_a_pin_that_cannot_be_had_names_its_variable_and_leaves_current(converged, extra, says):
+    serving = on_host("readlink", "/opt/sglang/current")
+    releases = on_host("ls", "/opt/sglang/releases")
+    proc = playbook(SITE, *[a for e in extra for a in ("-e", e)])
+    assert proc.returncode != 0 and says in proc.stdout, "the failure does not name the variable (output above)"
+    assert on_host("readlink", "/opt/sglang/current") == serving
+    assert on_host("ls", "/opt/sglang/releases") == releases, "a failed release was left behind"
