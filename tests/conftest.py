@@ -42,6 +42,28 @@ if importlib.util.find_spec("xdist"):
         return LabScheduling(config, log)
 
 
+# Tests of the collection's controller side - a test module that runs ansible-playbook, or imports an action or filter
+# plugin - are marked `controller`: tests/integration/test_control_nodes.py runs them under every ansible-core the
+# collection supports (pytest -m controller). Read from the test's own source: no list to keep in step.
+CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run_local_playbook")
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest as _pytest
+
+    seen = {}
+    for item in items:
+        path = str(getattr(item, "fspath", ""))
+        if path not in seen:
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                text = ""
+            seen[path] = "/tests/unit/" in path and any(sign in text for sign in CONTROLLER_SIGNS)
+        if seen[path]:
+            item.add_marker(_pytest.mark.controller)
+
+
 TASK_BLOCK_KEYS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
 
 

@@ -23,10 +23,23 @@ class ActionModule(ActionBase):
     @classmethod
     def finalize_task_arg(cls, name: str, value: t.Any, templar: t.Any, context: t.Any) -> t.Any:
         # the checks are evaluated one by one, and a message templated only for the check that failed: a later
-        # check may read what an earlier one vouches for (a version's shape before its parts), as with asserts
+        # check may read what an earlier one vouches for (a version's shape before its parts), as with asserts.
+        # ansible-core 2.19 and later call this; before, a task's arguments are templated before it runs (every
+        # message then, as assert's fail_msg is there), so a message must be one that templates on any input.
         if name == "checks":
             return value
         return super().finalize_task_arg(name, value, templar, context)
+
+    def _holds(self, that, task_vars):
+        """A condition, evaluated as assert evaluates its own: through the templar where it can (ansible-core 2.19
+        and later), else through a Conditional, as assert does on the versions before."""
+        if hasattr(self._templar, "evaluate_conditional"):
+            return self._templar.evaluate_conditional(conditional=that)
+        from ansible.playbook.conditional import Conditional
+
+        conditional = Conditional(loader=self._loader)
+        conditional.when = [that]
+        return conditional.evaluate_conditional(templar=self._templar, all_vars=task_vars)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -46,7 +59,7 @@ class ActionModule(ActionBase):
             if not thats or not all(isinstance(that, (str, bool)) for that in thats):
                 raise AnsibleActionFail(f"check {number}: that must be a condition or a list of conditions")
             for that in thats:
-                if not (that if isinstance(that, bool) else self._templar.evaluate_conditional(conditional=that)):
+                if not (that if isinstance(that, bool) else self._holds(that, task_vars)):
                     result.update(failed=True, evaluated_to=False, assertion=that, check=number,
                                   msg=self._templar.template(check["msg"]))
                     return result

@@ -210,7 +210,7 @@ def test_preflight_reads_the_releases_and_the_model_in_one_round_trip(tmp_path, 
              "nvidia_driver_gpus_read": {"changed": False, "failed": False}}
     proc = _preflight(extra)
     # one read, no find and stat of their own
-    assert proc.stdout.count("preflight | The releases built already, and the model's directory") == 1
+    assert proc.stdout.count("preflight | The releases built already, the model's directory, and what listens") == 1
     assert "ansible.builtin.find" not in (REPO / "roles" / "sglang_service" / "tasks" / "preflight.yml").read_text()
     task = proc.stdout.split("The extra flags are known to the pinned sglang", 1)[1].split("TASK [", 1)[0]
     if release == "pinned":
