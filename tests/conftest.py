@@ -18,7 +18,7 @@ for p in (REPO, REPO / ".collections"):
 # repository, a started stand-in) are made once and never by two workers at the same time. (xdist's own
 # --dist loadgroup cannot do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
 LAB_HOST_TESTS = {"test_site_lab.py", "test_site_lab_faults.py", "test_site_lab_fleet.py", "test_sm120_module.py",
-                  "test_verify_lab.py"}
+                  "test_verify_lab.py", "test_site_lab_control_nodes.py"}
 
 
 def work_unit(nodeid: str) -> str:
@@ -43,7 +43,7 @@ if importlib.util.find_spec("xdist"):
 
 
 # Tests of the collection's controller side - a test module that runs ansible-playbook, or imports an action or filter
-# plugin - are marked `controller`: tests/integration/test_control_nodes.py runs them under every ansible-core the
+# plugin - are marked `controller`: tests/integration/test_site_lab_control_nodes.py runs them under every ansible-core the
 # collection supports (pytest -m controller). Read from the test's own source: no list to keep in step.
 CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run_local_playbook")
 

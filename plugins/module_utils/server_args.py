@@ -110,7 +110,7 @@ def bad_values(args, specs):
     for i, word in enumerate(words):
         if not word.startswith("--") or word.split("=", 1)[0] not in specs:
             continue
-        flag, _, inline = word.partition("=")
+        flag, _sep, inline = word.partition("=")
         value = inline if inline else (words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--")
                                        else None)
         if value is None:

@@ -98,7 +98,7 @@ def server_options(settings):
 def variable_of(flag):
     """The sglang_service variable that gives a flag of the unit's command line (sglang_service_extra_args for any
     flag the builder does not make)."""
-    keys = {f: k for f, k in VALUED + SWITCHES}
+    keys = dict(VALUED + SWITCHES)
     keys.update({"--model-path": "model_path", "--served-model-name": "served_model_name", "--host": "host",
                  "--port": "port", "--tp-size": "tp_size", "--nnodes": "nnodes", "--node-rank": "node_rank",
                  "--dist-init-addr": "dist_init_addr", "--trust-remote-code": "trust_remote_code"})

@@ -323,7 +323,7 @@ def _names(node):
 
 def _jit_of(obj):
     """The JITFunction behind a kernel object (an autotuner or heuristics wrapper holds it as .fn), or None."""
-    for _ in range(4):
+    for _depth in range(4):
         if type(obj).__name__ == "JITFunction":
             return obj
         obj = getattr(obj, "fn", None)

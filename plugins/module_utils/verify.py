@@ -174,7 +174,7 @@ def server_settings(unit_text):
     """The server's options as the unit runs them ({settings key: value}, keys as the sglang_service variables
     without their prefix), read from the unit's text (with its drop-ins, as ``systemctl cat`` prints it)."""
     flags = unit_options(unit_text)["flags"]
-    keys = {flag: key for flag, key in VALUED + SWITCHES}
+    keys = dict(VALUED + SWITCHES)
     return {keys[flag]: value for flag, value in flags.items() if flag in keys}
 
 

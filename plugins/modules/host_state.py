@@ -302,7 +302,7 @@ listening:
       and systemd C(unit) (null outside one); an empty list where none does. Other users' processes are seen as root only.
   returned: always
   type: dict
-  sample: {30000: [{pid: 4242, command: python, unit: sglang.service}], 30001: []}
+  sample: {"30000": [{pid: 4242, command: python, unit: sglang.service}], "30001": []}
 commands:
   description:
     - The answer of each command of O(commands), in order; a command that cannot be started has C(rc) 2 and

@@ -180,4 +180,4 @@ def test_verify_reads_each_name_from_the_play_else_from_its_owning_role():
     var = yaml.safe_load((REPO / "roles/verify/vars/main.yml").read_text())
     assert list(var["__verify_stack"]) == var["__verify_stack_names"]
     for name, expr in var["__verify_stack"].items():
-        assert expr == f"{{{{ {name} | default(__verify_role_defaults['{name}']) }}}}"
+        assert expr == f"{{{{ {name} | default(__verify_role_defaults['{name}'] | default('')) }}}}"
