@@ -40,13 +40,25 @@ def loaded_version():
     return m.group(1) if m else None
 
 
+def persistenced_running(pid_file="/var/run/nvidia-persistenced/nvidia-persistenced.pid"):
+    try:
+        with open(pid_file, encoding="ascii") as fh:
+            pid = int(fh.read().strip())
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def gpus(driver):
     """Per-GPU records from the captures."""
     qtext = read("nvidia-smi-q.txt")
     uuid0 = re.search(r"GPU UUID\s*:\s*(\S+)", qtext).group(1)
     bus0 = re.search(r"^GPU (\S+)", qtext, re.M).group(1)
     devid = re.search(r"Device Id\s*:\s*(\S+)", qtext).group(1)
-    persist = re.search(r"Persistence Mode\s*:\s*(\S+)", qtext).group(1)
+    # persistence is the driver's state that nvidia-persistenced holds (the capture's host ran it): Enabled while the
+    # stand-in daemon's pid is alive, Disabled otherwise, as a real host without the daemon reports it
+    persist = "Enabled" if persistenced_running() else "Disabled"
     vbios = re.search(r"VBIOS Version\s*:\s*(\S+)", qtext).group(1)
     pstate = re.search(r"Performance State\s*:\s*(\S+)", qtext).group(1)
     rows = read("query-gpu-name-mem-driver-cc.csv").strip().splitlines()[1:]
@@ -139,6 +151,7 @@ def main(argv):
             g = gpu0.replace(gpus(loaded)[0]["uuid"], r["uuid"])
             g = g.replace(gpus(loaded)[0]["pci.bus_id"], r["pci.bus_id"], 1)
             g = re.sub(r"(Minor Number\s*:\s*)\d+", r"\g<1>" + r["index"], g)
+            g = re.sub(r"(Persistence Mode\s*:\s*)\S+", r"\g<1>" + r["persistence_mode"], g)
             blocks.append("GPU " + r["pci.bus_id"] + g[g.index("\n"):])
         print(head + "\n" + "\n".join(blocks), end="")
     elif argv[:2] == ["topo", "-m"]:

@@ -57,6 +57,16 @@ def _gpu(expected, gpu):
     out.append(_check("driver_version", "gpu", loaded == expected["driver_version"], expected["driver_version"],
                       loaded, "The loaded driver is not the pinned one: run site.yml (role nvidia_driver) and "
                               "reboot, or re-pin nvidia_driver_version in the stack file."))
+    # each GPU, as nvidia-smi reports it: the role enables persistence (nvidia-persistenced); a distribution's unit
+    # that runs it with --no-persistence-mode leaves the driver to tear every GPU down between two users
+    off = [f"GPU {g.get('index')} ({g.get('pci_bus_id')}): {g.get('persistence_mode') or 'unknown'}"
+           for g in gpu.get("gpus") or [] if g.get("persistence_mode") != "Enabled"]
+    if expected.get("persistence_mode", True) in (False, "False", "false"):
+        return out
+    out.append(_check("persistence_mode", "gpu", not off and bool(gpu.get("gpus")), "Enabled on every GPU",
+                      "; ".join(off) or "Enabled on every GPU",
+                      "Persistence is off where listed: run site.yml (role nvidia_driver starts nvidia-persistenced "
+                      "without --no-persistence-mode), or nvidia-smi -pm 1 until it does."))
     return out
 
 

@@ -284,3 +284,18 @@ def test_a_pin_that_cannot_be_had_names_its_variable_and_leaves_current(converge
     assert proc.returncode != 0 and says in proc.stdout, "the failure does not name the variable (output above)"
     assert on_host("readlink", "/opt/sglang/current") == serving
     assert on_host("ls", "/opt/sglang/releases") == releases, "a failed release was left behind"
+
+
+# --- persistence off (nvidia-persistenced stopped, as a distribution's --no-persistence-mode unit leaves it)
+@needs_lab
+def test_persistence_off_fails_verify_naming_the_gpus_and_site_turns_it_back_on(converged, tmp_path):
+    on_host("systemctl", "stop", "nvidia-persistenced")
+    try:
+        proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["gpu"]}')
+        assert proc.returncode != 0 and "check persistence_mode failed" in proc.stdout
+        assert "GPU 0 (" in proc.stdout and "Disabled" in proc.stdout
+    finally:
+        site = playbook(SITE)
+    assert site.returncode == 0, "site.yml did not bring persistence back (output above)"
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["gpu"]}')
+    assert proc.returncode == 0, "verify.yml failed after site.yml (output above)"

@@ -166,7 +166,10 @@ def test_the_report_made_on_the_real_h200_says_it_is_not_sm120():
     assert passing["passed"] is True and by_name(passing["checks"])["compute_capability"]["found"] == ["9.0"]
     # the judge, given the same expectations, agrees with what ran there
     again = verify.judge(dict(EXPECTED), {"gpu": h200_host()}, ("gpu",))
-    assert [c["ok"] for c in again] == [c["ok"] for c in report["checks"] if c["group"] == "gpu"]
+    ran = {c["name"] for c in report["checks"]}  # the checks of the collection of that day
+    assert [c["ok"] for c in again if c["name"] in ran] == [c["ok"] for c in report["checks"] if c["group"] == "gpu"]
+    # persistence, checked since: the H200's capture says Enabled
+    assert by_name(again)["persistence_mode"]["ok"]
 
 
 def test_the_drift_report_made_on_the_real_h200_names_what_differs_from_the_stack():
@@ -226,3 +229,21 @@ def test_the_failures_are_the_lines_the_real_h200_run_printed_one_per_failed_che
     assert verify.failures("localhost", json.loads((dev / "verify-report-expect-h200.json").read_text())["checks"]) == []
     missing = {"name": "unit", "ok": False, "expected": "active", "found": None, "hint": ""}
     assert verify.failures("h", [missing]) == ["h: check unit failed: expected active, found nothing."]
+
+
+def test_a_gpu_without_persistence_fails_naming_it():
+    facts = rtx_host()
+    facts["gpus"][3]["persistence_mode"] = "Disabled"
+    check = by_name(verify.judge(EXPECTED, {"gpu": facts}, ("gpu",)))["persistence_mode"]
+    assert not check["ok"] and check["found"] == "GPU 3 (00000003:01:00.0): Disabled"
+    assert by_name(verify.judge(EXPECTED, {"gpu": rtx_host()}, ("gpu",)))["persistence_mode"]["ok"]
+    # what nvidia-smi -q says of GPU 0 of the real 8x RTX PRO 6000 host: Enabled
+    text = (GPU / "rtx-pro-6000-x8-real" / "nvidia-smi-q.txt").read_text()
+    assert nvidia.parse_smi_q(text)["gpus"][0]["persistence_mode"] == "Enabled"
+
+
+def test_persistence_is_not_required_where_the_stack_turns_it_off():
+    facts = rtx_host()
+    facts["gpus"][0]["persistence_mode"] = "Disabled"
+    assert "persistence_mode" not in by_name(verify.judge(dict(EXPECTED, persistence_mode=False), {"gpu": facts},
+                                                          ("gpu",)))
