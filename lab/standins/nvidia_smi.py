@@ -40,7 +40,8 @@ def loaded_version():
     return m.group(1) if m else None
 
 
-def persistenced_running(pid_file="/var/run/nvidia-persistenced/nvidia-persistenced.pid"):
+def persistenced_running():
+    pid_file = os.environ.get("LAB_NVIDIA_PERSISTENCED_PID", "/var/run/nvidia-persistenced/nvidia-persistenced.pid")
     try:
         with open(pid_file, encoding="ascii") as fh:
             pid = int(fh.read().strip())

@@ -11,10 +11,17 @@ SCRIPT = REPO / "lab" / "standins" / "nvidia_smi.py"
 DATA = FIXTURES / "gpu" / "rtx-pro-6000-x8-real"
 
 
-def smi(tmp_path, *args, loaded="580.95.05", lib="580.95.05", flavour="Open Kernel Module"):
+def smi(tmp_path, *args, loaded="580.95.05", lib="580.95.05", flavour="Open Kernel Module", persistenced=True):
     script = tmp_path / "nvidia-smi"
     script.write_text(SCRIPT.read_text().replace("@LIB_VERSION@", lib))
-    env = dict(os.environ, LAB_NVIDIA_SMI_DATA=str(DATA), LAB_NVIDIA_PROC_VERSION=str(tmp_path / "version"))
+    # nvidia-persistenced's pid file: this test process stands for the running daemon
+    pid = tmp_path / "persistenced.pid"
+    if persistenced:
+        pid.write_text(str(os.getpid()))
+    elif pid.exists():
+        pid.unlink()
+    env = dict(os.environ, LAB_NVIDIA_SMI_DATA=str(DATA), LAB_NVIDIA_PROC_VERSION=str(tmp_path / "version"),
+               LAB_NVIDIA_PERSISTENCED_PID=str(pid))
     if loaded:
         (tmp_path / "version").write_text(
             f"NVRM version: NVIDIA UNIX {flavour} for x86_64  {loaded}  Release Build  (lab)  \n")
@@ -65,3 +72,14 @@ def test_no_module_loaded(tmp_path):
 @pytest.mark.parametrize("args", [["--query-gpu=bogus.field", "--format=csv"], ["-q", "-x"]])
 def test_what_was_not_captured_is_an_error(tmp_path, args):
     assert smi(tmp_path, *args).returncode != 0
+
+
+def test_persistence_follows_the_daemon_as_on_a_real_host(tmp_path):
+    """The capture's host ran nvidia-persistenced (Persistence Mode: Enabled); without the daemon the driver reports
+    Disabled, in the query and in -q."""
+    on = smi(tmp_path, "--query-gpu=index,persistence_mode", "--format=csv,noheader")
+    assert on.stdout.splitlines()[0] == "0, Enabled"
+    off = smi(tmp_path, "--query-gpu=index,persistence_mode", "--format=csv,noheader", persistenced=False)
+    assert {line.split(", ")[1] for line in off.stdout.splitlines()} == {"Disabled"}
+    q = smi(tmp_path, "-q", persistenced=False).stdout
+    assert "Persistence Mode                      : Disabled" in q and ": Enabled\n" not in q.split("Persistence")[1][:60]
