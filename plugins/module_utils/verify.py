@@ -333,8 +333,26 @@ def unit_options(text):
     return {"exec": program, "flags": parse_options(words), "environment": env}
 
 
+def unit_parts(text):
+    """[(path, text)] of what ``systemctl cat`` prints: the unit's file, then each drop-in, each after its
+    ``# /path`` line; text without such lines is one part with no path."""
+    parts, path, lines = [], None, []
+    for line in (text or "").splitlines():
+        if line.startswith("# /") and (line.endswith(".service") or line.endswith(".conf")):
+            if path is not None or lines:
+                parts.append((path, "\n".join(lines)))
+            path, lines = line[2:].strip(), []
+        else:
+            lines.append(line)
+    if path is not None or lines:
+        parts.append((path, "\n".join(lines)))
+    return parts
+
+
 def unit_drift(expected_text, found_text):
-    """Differences between the unit the stack file renders and the installed one: [{item, expected, found}]."""
+    """Differences between the unit the stack file renders and the one systemd runs (its file and drop-ins, as
+    ``systemctl cat`` prints them): [{item, expected, found}], with the drop-ins that change a flag, the program or
+    the environment named."""
     if not found_text:
         return [{"item": "unit", "expected": "installed", "found": None}]
     exp, got = unit_options(expected_text), unit_options(found_text)
@@ -346,6 +364,13 @@ def unit_drift(expected_text, found_text):
                 out.append({"item": label + name, "expected": e, "found": f})
     if exp["exec"] != got["exec"]:
         out.append({"item": "unit program", "expected": " ".join(exp["exec"]), "found": " ".join(got["exec"])})
+    parts = unit_parts(found_text)
+    if len(parts) > 1:
+        base = parts[0][1]
+        changing = [path for path, body in parts[1:] if unit_options(base + "\n" + body) != unit_options(base)]
+        if changing:
+            out.append({"item": "unit drop-ins", "expected": "none that change what the stack file decides",
+                        "found": changing})
     return out
 
 

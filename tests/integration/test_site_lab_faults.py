@@ -299,3 +299,19 @@ def test_persistence_off_fails_verify_naming_the_gpus_and_site_turns_it_back_on(
     assert site.returncode == 0, "site.yml did not bring persistence back (output above)"
     proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["gpu"]}')
     assert proc.returncode == 0, "verify.yml failed after site.yml (output above)"
+
+
+# --- a drop-in (systemctl edit) that changes the server's environment: drift reads the unit as systemd runs it
+@needs_lab
+def test_drift_names_a_drop_in_that_changes_the_environment(converged, tmp_path):
+    drift = REPO / "playbooks" / "drift.yml"
+    on_host("sh", "-c", "mkdir -p /etc/systemd/system/sglang.service.d && printf '[Service]\\nEnvironment=NCCL_P2P_LEVEL=NVL\\n'"
+                        " > /etc/systemd/system/sglang.service.d/override.conf && systemctl daemon-reload")
+    try:
+        proc = playbook(drift, "-e", f"verify_report_dir={tmp_path}")
+        assert proc.returncode != 0, "drift.yml found nothing (output above)"
+        assert "unit environment NCCL_P2P_LEVEL" in proc.stdout and "unit drop-ins" in proc.stdout
+        assert "/etc/systemd/system/sglang.service.d/override.conf" in proc.stdout
+    finally:
+        on_host("sh", "-c", "rm -rf /etc/systemd/system/sglang.service.d && systemctl daemon-reload")
+    assert playbook(drift, "-e", f"verify_report_dir={tmp_path}").returncode == 0

@@ -64,3 +64,18 @@ def test_worker_urls_match_whatever_the_trailing_slash():
     workers = [{"url": "http://10.0.0.1:30000/", "id": "x", "is_healthy": True}]
     assert rw.find(workers, "http://10.0.0.1:30000") == workers
     assert rw.find(workers, "http://10.0.0.2:30000") == []
+
+
+def test_a_drop_in_that_changes_the_environment_is_named():
+    """systemctl cat: the unit, then each drop-in after its path; systemctl edit writes override.conf."""
+    cat = ("# /etc/systemd/system/sglang.service\n" + GOLDEN +
+           "\n# /etc/systemd/system/sglang.service.d/override.conf\n[Service]\nEnvironment=NCCL_P2P_LEVEL=NVL\n"
+           "\n# /etc/systemd/system/sglang.service.d/limits.conf\n[Service]\nLimitNOFILE=65536\n")
+    drift = verify.unit_drift(GOLDEN, cat)
+    assert {"item": "unit environment NCCL_P2P_LEVEL", "expected": "SYS", "found": "NVL"} in drift
+    assert {"item": "unit drop-ins", "expected": "none that change what the stack file decides",
+            "found": ["/etc/systemd/system/sglang.service.d/override.conf"]} in drift
+    # a drop-in that changes nothing the stack decides is no drift
+    quiet = "# /etc/systemd/system/sglang.service\n" + GOLDEN + \
+        "\n# /etc/systemd/system/sglang.service.d/limits.conf\n[Service]\nLimitNOFILE=65536\n"
+    assert verify.unit_drift(GOLDEN, quiet) == []
