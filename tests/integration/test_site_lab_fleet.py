@@ -360,3 +360,35 @@ def test_a_re_pin_through_a_garbage_release_stops_at_the_canary(fleet, tmp_path)
                            "-e", f"verify_report_dir={tmp_path / 'd'}")
     assert "The reference fingerprint was recorded on another stack (sglang_commit changed since)" in drift.stdout
     assert json.loads((tmp_path / "d" / "drift.json").read_text())["fingerprint_reference_stale"] == ["sglang_commit"]
+
+
+@needs_lab
+def test_a_stopped_server_leaves_the_routers_rotation_within_seconds(fleet):
+    """sglang-router 0.3.2 checks its workers' /health every 60 s by default and needs three failures: a dead server
+    stayed listed as healthy for minutes. The stack file's health-check settings (5 s, two failures, 5 s timeout)
+    take it out within about 15 s; the bound here is the router's own default interval, so that a slow machine does
+    not flake it."""
+    victim = SERVERS[-1]
+    url = f"http://{hosts.address(victim)}:30000"
+
+    def healthy():
+        req = urllib.request.Request(f"http://{hosts.address(ROUTER)}:30000/workers",
+                                     headers={"Authorization": f"Bearer {API_KEY}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            workers = json.loads(r.read()).get("workers", [])
+        return [w for w in workers if w.get("url", "").rstrip("/") == url and w.get("is_healthy")]
+
+    assert healthy(), f"{victim} is not healthy behind the router before the test"
+    subprocess.run(["docker", "exec", hosts.container(victim), "systemctl", "stop", "sglang.service"], check=True)
+    started = time.monotonic()
+    try:
+        while healthy() and time.monotonic() - started < 60:
+            time.sleep(0.5)
+        took = time.monotonic() - started
+        print(f"{victim} left the rotation {took:.1f} s after its server stopped")
+        assert not healthy(), f"the router still lists {victim} as healthy 60 s after its server stopped"
+    finally:
+        subprocess.run(["docker", "exec", hosts.container(victim), "systemctl", "start", "sglang.service"],
+                       check=True)
+    back = fleet_playbook(SITE, "--limit", victim)
+    assert back.returncode == 0
