@@ -392,3 +392,20 @@ def test_a_stopped_server_leaves_the_routers_rotation_within_seconds(fleet):
                        check=True)
     back = fleet_playbook(SITE, "--limit", victim)
     assert back.returncode == 0
+
+
+@needs_lab
+def test_an_unreachable_router_is_named_before_anything_is_drained(fleet):
+    """The router's host stops answering SSH: the re-pin stops in its first play, naming the router, with every server
+    still behind it (the message was about a dict without default_ipv4)."""
+    before = {h: current_release(h) for h in SERVERS}
+    subprocess.run(["docker", "exec", hosts.container(ROUTER), "systemctl", "stop", "ssh.service", "ssh.socket"],
+                   capture_output=True)
+    try:
+        out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['fp4_cudnn_default']}")
+    finally:
+        subprocess.run(["docker", "exec", hosts.container(ROUTER), "systemctl", "start", "ssh.service"], check=True)
+    assert out.returncode != 0
+    assert f"router {ROUTER} unreachable:" in out.stdout and "Nothing was drained or changed" in out.stdout
+    assert "default_ipv4" not in out.stdout and "drain" not in out.stdout.lower().split("nothing was drained")[0][-200:]
+    assert {h: current_release(h) for h in SERVERS} == before
