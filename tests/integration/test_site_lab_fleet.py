@@ -364,7 +364,7 @@ def test_a_re_pin_through_a_garbage_release_stops_at_the_canary(fleet, tmp_path)
 
 @needs_lab
 def test_a_stopped_server_leaves_the_routers_rotation_within_seconds(fleet):
-    """sglang-router 0.3.2 checks its workers' /health every 60 s by default and needs three failures: a dead server
+    """sglang-router (the pinned sglang_router_version) checks its workers' /health every 60 s by default and needs three failures: a dead server
     stayed listed as healthy for minutes. The stack file's health-check settings (5 s, two failures, 5 s timeout)
     take it out within about 15 s; the bound here is the router's own default interval, so that a slow machine does
     not flake it."""
