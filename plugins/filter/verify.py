@@ -61,8 +61,8 @@ def unit_drift(found_text, expected_text):
     return verify.unit_drift(expected_text, found_text)
 
 
-def stack_drift(checks, unit=None, model=None):
-    return verify.drift(checks, unit, model)
+def stack_drift(checks, unit=None, model=None, routers=None):
+    return verify.drift(checks, unit, model, routers)
 
 
 def drift_table(reports):

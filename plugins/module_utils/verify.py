@@ -158,6 +158,25 @@ def _service(expected, found):
                       "--fp4-gemm-backend flashinfer_cudnn on SM120, and the journal."))
     if found.get("unit_text") is not None:
         out.append(_known_bad(expected, found))
+    if found.get("router_membership"):
+        out += _routers(found["router_membership"])
+    return out
+
+
+def _routers(membership):
+    """This server in every router of the fleet (listed and healthy), and the routers' entries of no known server."""
+    routers = membership.get("routers") or {}
+    wrong = [f"{router}: " + (m["error"] or ("not listed" if not m["listed"] else "listed, not healthy"))
+             for router, m in sorted(routers.items()) if m.get("error") or not (m["listed"] and m["healthy"])]
+    out = [_check("router_membership", "service", not wrong, f"listed and healthy in {', '.join(sorted(routers))}",
+                  "; ".join(wrong) or "listed and healthy everywhere",
+                  "The server is out of a router (a drain that was not undone: an interrupted re-pin) or failing its "
+                  "health checks there: run site.yml, whose router play puts every healthy server back.")]
+    unknown = membership.get("unknown") or {}
+    out.append(_check("router_entries", "service", not unknown, "every router entry a server of the inventory",
+                      "; ".join(f"{r}: {', '.join(urls)}" for r, urls in sorted(unknown.items())) or "none other",
+                      "A router balances servers the inventory does not name (a host removed from it, or added by "
+                      "hand): remove them from the router, or add them to the inventory, then run site.yml."))
     return out
 
 
@@ -374,13 +393,15 @@ def unit_drift(expected_text, found_text):
     return out
 
 
-def drift(checks, unit=None, model=None):
-    """A host's drift: the failed checks of verify's judge, the unit's differences, the model's revision.
+def drift(checks, unit=None, model=None, routers=None):
+    """A host's drift: the failed checks of verify's judge, the unit's differences, the model's revision, and its
+    place in the routers.
 
     ``checks`` as ``judge`` returns them; ``unit`` as ``unit_drift`` returns it; ``model`` is
-    ``{"expected": revision, "found": revision or None}``. Returns ``[{item, expected, found}]``, empty when the
-    host is what the stack file says.
+    ``{"expected": revision, "found": revision or None}``; ``routers`` as the router_membership filter returns it.
+    Returns ``[{item, expected, found}]``, empty when the host is what the stack file says.
     """
+    checks = list(checks) + (_routers(routers) if routers else [])
     out = [{"item": c["name"], "expected": c["expected"], "found": c["found"]} for c in checks if not c["ok"]]
     out += list(unit or [])
     if model and model.get("expected") != model.get("found"):

@@ -409,3 +409,26 @@ def test_an_unreachable_router_is_named_before_anything_is_drained(fleet):
     assert f"router {ROUTER} unreachable:" in out.stdout and "Nothing was drained or changed" in out.stdout
     assert "default_ipv4" not in out.stdout and "blackwell.serving.sglang_router : drain |" not in out.stdout
     assert {h: current_release(h) for h in SERVERS} == before
+
+
+@needs_lab
+def test_a_server_left_out_of_the_router_fails_drift_and_verify_until_site_puts_it_back(fleet, tmp_path):
+    """What a re-pin killed while a host was drained leaves: the host out of the router. drift and verify name it;
+    site.yml's router play puts it back."""
+    victim = SERVERS[1]
+    url = f"http://{hosts.address(victim)}:30000"
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    req = urllib.request.Request(f"http://{hosts.address(ROUTER)}:30000/workers", headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        wid = next(w["id"] for w in json.loads(r.read())["workers"] if w["url"].rstrip("/") == url)
+    urllib.request.urlopen(urllib.request.Request(f"http://{hosts.address(ROUTER)}:30000/workers/{wid}",
+                                                  headers=headers, method="DELETE"), timeout=10)
+    time.sleep(2)
+    drift = fleet_playbook(DRIFT, "-e", f"verify_report_dir={tmp_path}")
+    assert drift.returncode != 0 and "router_membership" in drift.stdout and f"{ROUTER}: not listed" in drift.stdout
+    assert "1 of 3 host(s) differ" in drift.stdout
+    verify_out = fleet_playbook(REPO / "playbooks" / "verify.yml", "-e", f"verify_report_dir={tmp_path}")
+    assert verify_out.returncode != 0 and "check router_membership failed" in verify_out.stdout
+    site = fleet_playbook(SITE)
+    assert site.returncode == 0
+    assert fleet_playbook(DRIFT, "-e", f"verify_report_dir={tmp_path}").returncode == 0

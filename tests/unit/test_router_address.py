@@ -80,3 +80,65 @@ def test_a_server_put_back_carries_the_api_key(tmp_path):
         assert added and added[0]["api_key"] == key
         assert router.warnings == []
         assert key not in proc.stdout
+
+
+MEMBERSHIP = """
+- name: Each server in the routers
+  hosts: gpu_servers
+  gather_facts: false
+  tasks:
+    - name: Membership
+      ansible.builtin.include_role:
+        name: blackwell.serving.sglang_router
+        tasks_from: membership
+    - name: Record
+      ansible.builtin.copy:
+        content: "{{ sglang_router_membership | to_json }}"
+        dest: "{{ out }}"
+        mode: "0644"
+"""
+
+
+def test_membership_says_where_the_server_stands_in_each_router(tmp_path):
+    """A drained server (out of the router) and an entry the inventory does not know, as the router lists them."""
+    with fake_router("127.0.0.2") as router:
+        port = int(router.url.rsplit(":", 1)[1])
+        server = router.url
+        router.workers = [{"id": "w-other", "url": "http://10.9.9.9:30000", "is_healthy": True}]
+        (tmp_path / "pb.yml").write_text(MEMBERSHIP)
+        inventory = {"all": {"children": {
+            "sglang_routers": {"hosts": {"router-1": {"sglang_router_host": "127.0.0.2", "sglang_router_port": port}}},
+            "gpu_servers": {"hosts": {"gpu-1": {"sglang_router_worker_url": server}}}},
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+        (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+        out = tmp_path / "membership.json"
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+
+        def play():
+            proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i",
+                                   str(tmp_path / "hosts.yml"), str(tmp_path / "pb.yml"),
+                                   "-e", json.dumps({"out": str(out)})], capture_output=True, text=True, env=env,
+                                  timeout=300, cwd=tmp_path)
+            assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+            return json.loads(out.read_text())
+
+        drained = play()
+        assert drained["routers"]["router-1"] == {"listed": False, "healthy": False, "error": None}
+        assert drained["unknown"] == {"router-1": ["http://10.9.9.9:30000"]}
+        router.workers.append({"id": "w-me", "url": server, "is_healthy": True})
+        back = play()
+        assert back["routers"]["router-1"] == {"listed": True, "healthy": True, "error": None}
+
+
+def test_verify_and_drift_fail_a_drained_server_and_a_stranger():
+    from ansible_collections.blackwell.serving.plugins.module_utils import verify
+    membership = {"routers": {"router-1": {"listed": False, "healthy": False, "error": None},
+                              "router-2": {"listed": True, "healthy": True, "error": None}},
+                  "unknown": {"router-2": ["http://10.9.9.9:30000"]}}
+    checks = {c["name"]: c for c in verify._routers(membership)}
+    assert not checks["router_membership"]["ok"] and checks["router_membership"]["found"] == "router-1: not listed"
+    assert not checks["router_entries"]["ok"] and "router-2: http://10.9.9.9:30000" in checks["router_entries"]["found"]
+    items = [d["item"] for d in verify.drift([], routers=membership)]
+    assert items == ["router_membership", "router_entries"]
+    fine = {"routers": {"router-1": {"listed": True, "healthy": True, "error": None}}, "unknown": {}}
+    assert verify.drift([], routers=fine) == []
