@@ -181,6 +181,40 @@ def test_bad_batch_size_stops_before_anything_changes(fleet):
     assert all(r["changed"] == 0 for r in recap(out.stdout).values())
 
 
+LOCK = "/var/lib/blackwell-serving/fleet.lock"
+
+
+def lock_on_router():
+    """The fleet's lock file on the router's host, or None."""
+    out = subprocess.run(["docker", "exec", hosts.container(ROUTER), "cat", LOCK], capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def test_a_second_fleet_operation_stops_before_any_change_naming_the_first(fleet):
+    """A re-pin run from another control node holds the fleet's lock: a second re-pin, and a site.yml run, stop
+    before any change, naming it; once it ends, site.yml takes the lock and leaves none behind."""
+    holder = {"controller": "ops-laptop", "pid": 4242, "user": "ops", "playbook": "repin.yml",
+              "token": "ops-laptop:4242:1", "since": time.time()}
+    subprocess.run(["docker", "exec", "-i", hosts.container(ROUTER), "sh", "-c",
+                    f"mkdir -p {os.path.dirname(LOCK)} && cat > {LOCK}"], input=json.dumps(holder), text=True,
+                   check=True)
+    before = {h: current_release(h) for h in SERVERS}
+    try:
+        second = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['fp4_cudnn_default']}")
+        site = fleet_playbook(SITE)
+    finally:
+        subprocess.run(["docker", "exec", hosts.container(ROUTER), "rm", "-f", LOCK], check=True)
+    for out, playbook in [(second, "repin.yml"), (site, "site.yml")]:
+        assert out.returncode != 0
+        assert f"{playbook} stops before any change: the fleet's lock" in out.stdout
+        assert "held by repin.yml run by ops on ops-laptop (process 4242)" in out.stdout
+        assert all(r["changed"] == 0 for r in recap(out.stdout).values())
+    assert {h: current_release(h) for h in SERVERS} == before
+    again = fleet_playbook(SITE)
+    assert again.returncode == 0 and all(r["changed"] == 0 for r in recap(again.stdout).values())
+    assert lock_on_router() is None, "site.yml left the fleet's lock behind"
+
+
 def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
     """sglang's commit and the model's revision re-pinned together, under load: the new release and revision are
     staged beside the ones in service before each host leaves the router; the Hub sends the fleet one copy of the
@@ -197,6 +231,7 @@ def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
     report = load.stop()
     sent = hub_stats()
     assert out.returncode == 0, "repin.yml failed (output above)"
+    assert lock_on_router() is None, "repin.yml left the fleet's lock behind"
     assert report["sent"] > 100 and report["failed"] == 0, f"requests failed during the re-pin: {report['errors']}"
     for h in SERVERS:
         assert os.path.basename(current_release(h)).startswith(new[:12]), f"{h} is not on the new release"
