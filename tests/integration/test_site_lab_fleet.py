@@ -181,6 +181,26 @@ def test_bad_batch_size_stops_before_anything_changes(fleet):
     assert all(r["changed"] == 0 for r in recap(out.stdout).values())
 
 
+def test_a_re_pin_on_part_of_the_fleet_is_refused_naming_the_servers_it_lacks(fleet, tmp_path):
+    """A slice of the fleet (an automation platform's sliced job hands each slice an inventory of some hosts): the
+    inventory without lab-gpu-3. The router still balances it, so the re-pin stops before any change, naming it."""
+    hosts_yml = (FLEET / "hosts.yml").read_text()
+    sliced = tmp_path / "slice"
+    sliced.mkdir()
+    (sliced / "group_vars").symlink_to((FLEET / "group_vars").resolve())
+    kept = hosts_yml.replace("        lab-gpu-3:\n          ansible_port: 22203\n", "")
+    assert kept != hosts_yml
+    (sliced / "hosts.yml").write_text(kept)
+    before = {h: current_release(h) for h in SERVERS}
+    out = run(["ansible-playbook", "-i", sliced, REPIN, "-e", f"sglang_commit={commits()['fp4_cudnn_default']}"],
+              timeout=900)
+    assert out.returncode != 0
+    assert f"{ROUTER} balances http://{hosts.address('lab-gpu-3')}:30000;" in out.stdout
+    assert "A re-pin needs the whole fleet in one run" in out.stdout and "Nothing was changed." in out.stdout
+    assert all(r["changed"] == 0 for r in recap(out.stdout).values())
+    assert {h: current_release(h) for h in SERVERS} == before
+
+
 LOCK = "/var/lib/blackwell-serving/fleet.lock"
 
 
