@@ -27,6 +27,19 @@ def moved_links(now, recorded):
     return reasons
 
 
+def changed_stamps(now, recorded):
+    """Reasons to restart: each repair file of what the service reads that changed since it was started.
+
+    ``now`` maps each watched file to its checksum now (empty: it does not exist); ``recorded`` maps them to their
+    checksums when the service was started (a file the record does not name had none then). A file that does not
+    exist now is no reason.
+    """
+    if not isinstance(now, dict) or not isinstance(recorded, dict):
+        raise TypeError("changed_stamps expects two dictionaries (file -> checksum)")
+    return [f"{path} changed since it was started (a file it reads was repaired: it may have loaded the bad copy)"
+            for path in sorted(now) if now[path] and str(recorded.get(path) or "") != str(now[path])]
+
+
 class FilterModule:
     def filters(self):
-        return {"moved_links": moved_links}
+        return {"moved_links": moved_links, "changed_stamps": changed_stamps}

@@ -24,6 +24,12 @@ import json
 import os
 
 MARKER = ".blackwell-snapshot.json"
+# what a repair leaves in the revision's directory: the files it removed to fetch them again, and when (a service
+# that reads the directory restarts when it changed since the service started)
+REPAIRS = ".blackwell-repairs.json"
+# the download client's record of each finished file (huggingface_hub's local-dir mode): a file removed for a repair
+# loses its record too, so that the client fetches it again
+CLIENT_METADATA = os.path.join(".cache", "huggingface", "download")
 CHUNK = 8 * 1024 * 1024
 # what the download client keeps beside the files (partial downloads, locks, metadata)
 IGNORED_DIRS = (".cache",)
@@ -183,6 +189,40 @@ def marker_content(repo_id, revision, manifest, records=None):
                       indent=1, sort_keys=True) + "\n"
 
 
+def remove_for_repair(root, paths, now):
+    """Remove the files of wrong content (and the client's record of each) so that a download fetches them again,
+    and add them to the repairs file: {"repairs": [{"at", "files": {path: change time of the bad copy}}]}."""
+    removed = {}
+    for rel in sorted(paths):
+        full = os.path.join(root, rel)
+        try:
+            removed[rel] = os.stat(full).st_ctime
+            os.unlink(full)
+        except FileNotFoundError:
+            continue
+        for suffix in (".metadata", ".lock"):
+            try:
+                os.unlink(os.path.join(root, CLIENT_METADATA, rel + suffix))
+            except FileNotFoundError:
+                pass
+    if removed:
+        log = os.path.join(root, REPAIRS)
+        try:
+            with open(log, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            data = {}
+        repairs = data.get("repairs") if isinstance(data, dict) and isinstance(data.get("repairs"), list) else []
+        repairs.append({"at": now, "files": removed})
+        tmp = log + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"repairs": repairs}, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, log)
+    return sorted(removed)
+
+
 def present_bytes(root):
     """Bytes on disk under root, partial downloads included (for progress)."""
     total = 0
@@ -197,7 +237,7 @@ def present_bytes(root):
 
 def extra_files(root, manifest):
     """Files under root that the revision does not list (the marker and the client's .cache aside)."""
-    listed = {e["path"] for e in manifest} | {MARKER}
+    listed = {e["path"] for e in manifest} | {MARKER, REPAIRS}
     extra = []
     for dirpath, dirs, names in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)

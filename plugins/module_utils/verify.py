@@ -236,9 +236,10 @@ def _model(expected, found):
     ok = found["complete"] and not bad
     return [_check("model_weights", "model", ok, want,
                    f"{found.get('files')} files as recorded ({read})" if ok else "; ".join(bad) + f" ({read})",
-                   "The host serves weights that are not the pinned revision's: remove the files named, then run "
-                   "site.yml (role model_weights) to download them anew and record them. -e "
-                   "verify_model_rehash=true reads every file.")]
+                   "The host serves weights that are not the pinned revision's: run site.yml (role model_weights "
+                   "fetches a file of wrong content again and restarts the server on it). Where site.yml finds "
+                   "nothing (a file whose size and times are as recorded, as the disk's own decay leaves them), "
+                   "remove the files named first. -e verify_model_rehash=true reads every file.")]
 
 
 def judge_text(text, finish_reason):

@@ -55,6 +55,14 @@ options:
     description: With O(state=verified) or O(state=checked), read every file, not only those that differ from the marker.
     type: bool
     default: false
+  repair:
+    description:
+      - With O(state=verified), remove the files of wrong content (and the download client's record of each) instead
+        of failing, so that a download fetches them again, and add them to C(.blackwell-repairs.json) in O(path)
+        (the service that reads the directory restarts when that file changed since it started). Returns them in
+        RV(removed); in check mode names them and removes nothing.
+    type: bool
+    default: false
   progress_file:
     description: While hashing, write the bytes hashed so far to this file (for a progress display); removed at the end.
     type: path
@@ -164,6 +172,12 @@ hashed:
   type: list
   elements: str
   sample: [model-00002-of-00003.safetensors]
+removed:
+  description: With O(repair), the files of wrong content removed to be fetched again (in check mode, to be removed).
+  returned: always
+  type: list
+  elements: str
+  sample: [model-00002-of-00003.safetensors]
 marker_matches_manifest:
   description: With O(state=checked), whether the marker records the revision's manifest as the Hub lists it.
   returned: when O(state=checked)
@@ -218,6 +232,7 @@ def main():
             state=dict(type="str", choices=["inspect", "verified", "checked"], default="inspect"),
             checksum=dict(type="bool", default=True),
             rehash=dict(type="bool", default=False),
+            repair=dict(type="bool", default=False),
             progress_file=dict(type="path"),
             timeout=dict(type="int", default=60),
         ),
@@ -232,7 +247,7 @@ def main():
     state = p["state"]
     record = state == "verified"
     verify = state == "checked" or (record and p["checksum"])
-    result = dict(changed=False, free_bytes=free_bytes(root), extra=[], changed_files=[], hashed=[])
+    result = dict(changed=False, free_bytes=free_bytes(root), extra=[], changed_files=[], hashed=[], removed=[])
 
     marker = snapshot.read_marker(root) if os.path.isdir(root) else None
     matches = snapshot.marker_matches(marker, p["repo_id"], p["revision"])
@@ -267,6 +282,11 @@ def main():
         result["complete"] = judged["complete"] and result["marker_matches_manifest"]
         module.exit_json(**result)
     if not record:
+        module.exit_json(**result)
+    if p["repair"] and judged["wrong_hash"]:
+        result["changed"] = True
+        result["removed"] = judged["wrong_hash"] if module.check_mode else \
+            snapshot.remove_for_repair(root, judged["wrong_hash"], time.time())
         module.exit_json(**result)
     if not judged["complete"]:
         module.fail_json(msg=f"{root} does not hold {p['repo_id']} at {p['revision']}: missing {judged['missing']}, "

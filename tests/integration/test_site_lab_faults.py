@@ -315,3 +315,31 @@ def test_drift_names_a_drop_in_that_changes_the_environment(converged, tmp_path)
     finally:
         on_host("sh", "-c", "rm -rf /etc/systemd/system/sglang.service.d && systemctl daemon-reload")
     assert playbook(drift, "-e", f"verify_report_dir={tmp_path}").returncode == 0
+
+
+# --- a shard corrupted in place (same size): site.yml fetches that file again and restarts the server on it
+@needs_lab
+def test_a_shard_corrupted_in_place_is_fetched_again_by_site_and_the_server_restarted(converged, tmp_path):
+    """Only that file is downloaded again (the other shards keep their inodes); the server, which may have loaded
+    the bad copy, restarts once; the next run changes nothing; verify passes."""
+    shard, other = f"{MODEL}/{SHARD}", f"{MODEL}/model-00001-of-00003.safetensors"
+    good = on_host("sha256sum", shard).split()[0]
+    other_inode = on_host("stat", "-c", "%i", other)
+    pid = server_args()[0]["MainPID"]
+    flip_byte_keeping_mtime(shard)
+    assert on_host("sha256sum", shard).split()[0] != good
+    check = playbook(SITE, "--check")
+    assert check.returncode == 0, "site.yml --check failed on the corrupted shard (output above)"
+    assert on_host("stat", "-c", "%s", shard) and on_host("sha256sum", shard).split()[0] != good, \
+        "check mode changed the shard"
+    site = playbook(SITE)
+    assert site.returncode == 0, "site.yml did not repair the shard (output above)"
+    assert f"{SHARD} in " in site.stdout and "(corrupted on disk): removed, and fetched again" in site.stdout
+    assert on_host("sha256sum", shard).split()[0] == good
+    assert on_host("stat", "-c", "%i", other) == other_inode, "a good shard was downloaded again"
+    assert server_args()[0]["MainPID"] != pid, "the server was not restarted on the repaired shard"
+    assert ".blackwell-repairs.json changed since it was started" in site.stdout
+    again = playbook(SITE)
+    assert again.returncode == 0 and all(r["changed"] == 0 for r in recap(again.stdout).values())
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["model"]}')
+    assert proc.returncode == 0, "verify.yml failed on the repaired shard (output above)"

@@ -92,6 +92,49 @@ def test_a_shard_corrupted_in_place_with_its_mtime_kept_is_caught(hub, model):
     assert checked["wrong_hash"] == ["model-00001.safetensors"] and not checked["changed"]
 
 
+def test_repair_removes_only_the_corrupted_file_and_its_client_record_and_logs_it(hub, model):
+    """With repair, the file of wrong content goes (with huggingface_hub's record of it, so that the client fetches
+    it again) and the repairs file names it; check mode names it and removes nothing."""
+    endpoint, _ = hub
+    assert snap(model, endpoint, state="verified")["complete"]
+    bad = model / "model-00001.safetensors"
+    corrupt_in_place(bad)
+    client = model / ".cache" / "huggingface" / "download"
+    client.mkdir(parents=True)
+    (client / "model-00001.safetensors.metadata").write_text("commit\netag\n1\n")
+    (client / "model-00002.safetensors.metadata").write_text("commit\netag\n1\n")
+    changed_at = os.stat(bad).st_ctime
+    checked = run_module("model_snapshot", {"path": str(model), "repo_id": REPO_ID, "revision": REV,
+                                            "endpoint": endpoint, "state": "verified", "repair": True,
+                                            "_ansible_check_mode": True})
+    assert checked["changed"] and checked["removed"] == ["model-00001.safetensors"] and bad.exists()
+    assert not (model / ".blackwell-repairs.json").exists()
+    r = snap(model, endpoint, state="verified", repair=True)
+    assert not r.get("failed") and r["changed"] and r["removed"] == ["model-00001.safetensors"], r
+    assert r["complete"] is False and not bad.exists()
+    assert not (client / "model-00001.safetensors.metadata").exists()
+    assert (client / "model-00002.safetensors.metadata").exists() and (model / "model-00002.safetensors").exists()
+    log = json.loads((model / ".blackwell-repairs.json").read_text())
+    assert [list(x["files"]) for x in log["repairs"]] == [["model-00001.safetensors"]]
+    assert log["repairs"][0]["files"]["model-00001.safetensors"] == changed_at
+    # fetched again (as the download would), it verifies; the repairs file is not an extra file of the revision
+    bad.write_bytes(FILES["model-00001.safetensors"])
+    again = snap(model, endpoint, state="verified", repair=True)
+    assert again["complete"] and again["removed"] == [] and again["extra"] == [], again
+    # a second repair adds to the log
+    corrupt_in_place(bad)
+    assert snap(model, endpoint, state="verified", repair=True)["removed"] == ["model-00001.safetensors"]
+    assert len(json.loads((model / ".blackwell-repairs.json").read_text())["repairs"]) == 2
+
+
+def test_without_repair_a_missing_file_still_fails_and_nothing_is_removed(hub, model):
+    endpoint, _ = hub
+    (model / "model-00002.safetensors").unlink()
+    corrupt_in_place(model / "model-00001.safetensors")
+    r = snap(model, endpoint, state="verified")
+    assert r.get("failed") and r["removed"] == [] and (model / "model-00001.safetensors").exists()
+
+
 def test_checked_trusts_unchanged_records_and_rehash_reads_everything(hub, model, tmp_path):
     """Bit rot leaves no trace in the file's metadata: only a full re-hash finds it."""
     endpoint, _ = hub
