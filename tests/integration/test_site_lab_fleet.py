@@ -238,7 +238,8 @@ def test_a_second_fleet_operation_stops_before_any_change_naming_the_first(fleet
 def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
     """sglang's commit and the model's revision re-pinned together, under load: the new release and revision are
     staged beside the ones in service before each host leaves the router; the Hub sends the fleet one copy of the
-    new revision (the site cache on lab-router-1 fetches it, the servers fetch from it)."""
+    new revision (the site cache on lab-router-1 fetches it, the servers fetch from it). A second re-pin started
+    while it runs is refused, naming it, and no request fails."""
     new = commits()["fp4_cudnn_default"]
     later = hub.HUB.next_sha
     one_copy = sum(len(f.data) for f in hub.model_files(later=True))
@@ -246,10 +247,25 @@ def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
     load = Load(tmp_path)
     watch = RouterWatch()
     started = int(time.time()) - 1
-    out = fleet_playbook(REPIN, "-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}")
+    args = ["-e", f"sglang_commit={new}", "-e", f"model_weights_revision={later}"]
+    first = []
+    rollout = threading.Thread(target=lambda: first.append(fleet_playbook(REPIN, *args)))
+    rollout.start()
+    # a second re-pin of the same pins, started once the first holds the fleet's lock: refused before any change
+    deadline = time.time() + 900
+    while (holder := lock_on_router()) is None and rollout.is_alive() and time.time() < deadline:
+        time.sleep(1)
+    assert holder is not None, "the re-pin ran without taking the fleet's lock"
+    second = fleet_playbook(REPIN, *args)
+    rollout.join()
+    out = first[0]
     outside = watch.stop()
     report = load.stop()
     sent = hub_stats()
+    assert second.returncode != 0 and "repin.yml stops before any change: the fleet's lock" in second.stdout
+    assert f"held by repin.yml run by {holder['user']} on {holder['controller']} (process {holder['pid']})" \
+        in second.stdout
+    assert all(r["changed"] == 0 for r in recap(second.stdout).values()), "the refused re-pin changed something"
     assert out.returncode == 0, "repin.yml failed (output above)"
     assert lock_on_router() is None, "repin.yml left the fleet's lock behind"
     assert report["sent"] > 100 and report["failed"] == 0, f"requests failed during the re-pin: {report['errors']}"
