@@ -42,10 +42,11 @@ if importlib.util.find_spec("xdist"):
         return LabScheduling(config, log)
 
 
-# Tests of the collection's controller side - a test module that runs ansible-playbook, or imports an action or filter
-# plugin - are marked `controller`: tests/integration/test_site_lab_control_nodes.py runs them under every ansible-core the
+# Tests of the collection's controller side - a test module that runs ansible-playbook, imports an action or filter
+# plugin, or tests ansible-core's module_utils.urls API that the controller ships to hosts - are marked `controller`: tests/integration/test_site_lab_control_nodes.py runs them under every ansible-core the
 # collection supports (pytest -m controller). Read from the test's own source: no list to keep in step.
-CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run_local_playbook")
+CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run_local_playbook",
+                    "ansible.module_utils.urls")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,7 +9,15 @@ request, even a plain http one: about 50 ms each. verify's probe asks its server
 
 from __future__ import annotations
 
+import inspect
+
 from ansible.module_utils.urls import Request, make_context
+
+# Request.open takes a TLS context from ansible-core 2.17 on; before, each request makes its own (as open_url does)
+try:
+    _OPEN_TAKES_CONTEXT = "context" in inspect.signature(Request.open).parameters
+except (TypeError, ValueError):
+    _OPEN_TAKES_CONTEXT = False
 
 
 class Session:
@@ -19,10 +27,13 @@ class Session:
         self._context = None
 
     def open_url(self, url, data=None, headers=None, method=None, timeout=10, http_agent=None):
-        if self._context is None:
-            self._context = make_context()
+        extra = {}
+        if _OPEN_TAKES_CONTEXT:
+            if self._context is None:
+                self._context = make_context()
+            extra["context"] = self._context
         return Request().open(method or ("POST" if data else "GET"), url, data=data, headers=headers,
-                              timeout=timeout, http_agent=http_agent, context=self._context)
+                              timeout=timeout, http_agent=http_agent, **extra)
 
 
 def secret_problem(value, option):

@@ -19,6 +19,14 @@ STACK_GROUPS = GROUPS[:4]
 PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers", "nvidia-cudnn-cu12")
 
 
+def _int(value):
+    """A whole number as it may come: ansible-core before 2.19 renders "{{ x | int }}" and "{{ r.status }}" inside a
+    dictionary variable as text ("8", "200")."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
 def _check(name, group, ok, expected, found, hint):
     return {"name": name, "group": group, "ok": bool(ok), "expected": expected, "found": found,
             "hint": "" if ok else hint}
@@ -34,8 +42,8 @@ def _gpu(expected, gpu):
         for name in ("gpu_count", "gpu_name", "compute_capability", "kernel_module", "driver_version"):
             out.append(_check(name, "gpu", False, expected.get(name), why, hint))
         return out
-    count = gpu.get("count", 0)
-    out.append(_check("gpu_count", "gpu", count == expected["gpu_count"], expected["gpu_count"], count,
+    count, want = _int(gpu.get("count", 0)), _int(expected["gpu_count"])
+    out.append(_check("gpu_count", "gpu", count == want, want, count,
                       "A GPU is missing or one too many is visible: check nvidia-smi -L, the PCIe slots and "
                       "CUDA_VISIBLE_DEVICES; or set verify_gpu_count to this host's count."))
     names = gpu.get("names") or []
@@ -145,12 +153,13 @@ def _service(expected, found):
                       "The service runs another release than current (a change not restarted, or a rollback): "
                       "run site.yml."))
     for path, status in sorted((found.get("endpoints") or {}).items()):
+        status = _int(status)
         out.append(_check(f"endpoint {path}", "service", status == 200, 200, status,
                           f"{path} did not answer 200: read journalctl -u {expected['unit']}."))
     chat = found.get("chat") or {}
     text = chat.get("content")
     ok, why = judge_text(text, chat.get("finish_reason"))
-    out.append(_check("chat_completion", "service", chat.get("status") == 200 and ok,
+    out.append(_check("chat_completion", "service", _int(chat.get("status")) == 200 and ok,
                       "status 200, a finished non-empty readable answer",
                       f"status {chat.get('status')}, finish_reason {chat.get('finish_reason')}, "
                       f"text {text!r}"[:300] + ("" if ok else f" ({why})"),

@@ -238,6 +238,16 @@ def test_a_revision_the_hub_does_not_know_is_refused_before_the_layout_changes(c
     assert f"model_weights_revision {'1' * 40} is not a revision that" in proc.stdout and "404" in proc.stdout
     assert "Nothing was changed" in proc.stdout and "PLAY [NVIDIA driver" not in proc.stdout
     assert layout() == before, "the layout changed before the refusal"
+    assert recap(proc.stdout)[HOST]["changed"] == 0
+    # an empty directory of that revision (as an interrupted run, or an older version of the collection, leaves
+    # one) is no proof that the Hub knows it
+    on_host("mkdir", f"{MODEL}.revisions/{'2' * 40}")
+    try:
+        proc = playbook(SITE, "-e", "model_weights_revision=" + "2" * 40)
+        assert proc.returncode != 0 and f"model_weights_revision {'2' * 40} is not a revision that" in proc.stdout
+        assert recap(proc.stdout)[HOST]["changed"] == 0
+    finally:
+        on_host("rmdir", f"{MODEL}.revisions/{'2' * 40}")
 
 
 # --- a server option value the pinned tree's parser refuses: refused before the unit changes, naming the variable

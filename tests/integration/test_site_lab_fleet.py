@@ -470,8 +470,9 @@ def test_an_unreachable_router_is_named_before_anything_is_drained(fleet):
     """The router's host stops answering SSH: the re-pin stops in its first play, naming the router, with every server
     still behind it (the message was about a dict without default_ipv4)."""
     before = {h: current_release(h) for h in SERVERS}
-    subprocess.run(["docker", "exec", hosts.container(ROUTER), "systemctl", "stop", "ssh.service", "ssh.socket"],
-                   capture_output=True)
+    # and the sessions still open: ssh's connection sharing (ControlPersist) would otherwise reuse an earlier test's
+    subprocess.run(["docker", "exec", hosts.container(ROUTER), "sh", "-c",
+                    "systemctl stop ssh.service ssh.socket; pkill sshd; true"], capture_output=True)
     try:
         out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['fp4_cudnn_default']}")
     finally:

@@ -65,6 +65,20 @@ def test_a_host_on_the_pinned_stack_passes_every_check():
             "chat_completion", "endpoint /health", "cuda_toolkit", "driver_version"} <= set(by_name(checks))
 
 
+def test_numbers_rendered_as_text_by_older_ansible_cores_judge_the_same():
+    """ansible-core before 2.19 renders "{{ verify_gpu_count | int }}" and "{{ probe.status }}" inside a dictionary
+    variable as text: a healthy host still passes, and a wrong count still fails."""
+    expected = dict(EXPECTED, gpu_count=str(EXPECTED["gpu_count"]))
+    found = healthy_found()
+    found["endpoints"] = {p: str(s) for p, s in found["endpoints"].items()}
+    found["chat"] = dict(found["chat"], status="200")
+    assert not [c for c in verify.judge(expected, found) if not c["ok"]]
+    wrong = dict(EXPECTED, gpu_count=str(EXPECTED["gpu_count"] + 1))
+    assert not by_name(verify.judge(wrong, found))["gpu_count"]["ok"]
+    found["chat"]["status"] = "500"
+    assert not by_name(verify.judge(expected, found))["chat_completion"]["ok"]
+
+
 def test_the_real_h200_fails_the_sm120_expectation_and_says_why():
     found = dict(healthy_found(), gpu=h200_host())
     checks = by_name(verify.judge(EXPECTED, found, ("gpu",)))
