@@ -338,11 +338,18 @@ def test_a_shard_corrupted_in_place_is_fetched_again_by_site_and_the_server_rest
     pid = server_args()[0]["MainPID"]
     flip_byte_keeping_mtime(shard)
     assert on_host("sha256sum", shard).split()[0] != good
-    check = playbook(SITE, "--check")
-    assert check.returncode == 0, "site.yml --check failed on the corrupted shard (output above)"
-    assert on_host("stat", "-c", "%s", shard) and on_host("sha256sum", shard).split()[0] != good, \
-        "check mode changed the shard"
-    site = playbook(SITE)
+    try:
+        # check mode names the file and changes nothing (its verify play fails: the host serves a bad copy now)
+        check = playbook(SITE, "--check")
+        assert f"{SHARD} in " in check.stdout and "a run removes it and fetches it again" in check.stdout
+        assert on_host("sha256sum", shard).split()[0] != good, "check mode changed the shard"
+        site = playbook(SITE)
+    finally:
+        # leave the host as the tests that follow expect it, whatever failed above
+        now = subprocess.run(["docker", "exec", hosts.container(HOST), "sha256sum", shard], capture_output=True,
+                             text=True).stdout.split()[:1]
+        if now and now != [good]:
+            flip_byte_keeping_mtime(shard)
     assert site.returncode == 0, "site.yml did not repair the shard (output above)"
     assert f"{SHARD} in " in site.stdout and "(corrupted on disk): removed, and fetched again" in site.stdout
     assert on_host("sha256sum", shard).split()[0] == good
