@@ -11,9 +11,12 @@ import os
 import pytest
 
 from conftest import run_local_playbook
+from modrun import serve
 
 ROLE = "blackwell.serving.model_weights"
 A, B, C, D = ("a" * 40), ("b" * 40), ("c" * 40), ("d" * 40)
+# the Hub stand-in's address, set by the fixture hub for each test
+ENDPOINT = ""
 
 PLAYBOOK = """
 - hosts: localhost
@@ -30,12 +33,26 @@ PLAYBOOK = """
 """
 
 
+@pytest.fixture(autouse=True)
+def hub():
+    """The Hub's tree listing, for revisions A to D only (another answers 404, as the Hub does)."""
+    listing = json.dumps([{"type": "file", "path": "config.json", "size": 2, "oid": "0" * 40}]).encode()
+
+    def answer(path):
+        return (200, listing) if any(f"/tree/{rev}?" in path for rev in (A, B, C, D)) else (404, b"{}")
+
+    global ENDPOINT
+    with serve(answer) as url:
+        ENDPOINT = url
+        yield url
+
+
 def run_layout(tmp_path, pinned, check=False):
     out = tmp_path / "out.json"
     run_local_playbook(tmp_path, PLAYBOOK.format(role=ROLE), {
         "out": str(out), "model_weights_path": str(tmp_path / "model"), "model_weights_revision": pinned,
         "model_weights_owner": getpass.getuser(), "model_weights_group": grp.getgrgid(os.getgid()).gr_name,
-        "model_weights_token": ""}, check=check)
+        "model_weights_token": "", "model_weights_endpoint": ENDPOINT}, check=check)
     return json.loads(out.read_text())
 
 
@@ -98,3 +115,25 @@ def test_a_file_in_place_of_the_link_stops_the_role(tmp_path):
     with pytest.raises(AssertionError, match="should be a link to a revision"):
         run_layout(tmp_path, pinned=B)
     assert (tmp_path / "model").read_text() == "not weights\n"
+
+
+def test_a_revision_the_hub_does_not_know_is_refused_before_the_prune_even_with_its_directory_there(tree):
+    """A directory of the pinned revision without a snapshot marker (an interrupted run, an older collection left
+    it) is no proof the Hub knows it: the Hub is asked, and its 404 stops the role before anything is pruned."""
+    unknown = "e" * 40
+    (tree / "model.revisions" / unknown).mkdir()
+    (tree / "model").symlink_to(tree / "model.revisions" / A)
+    with pytest.raises(AssertionError, match=f"model_weights_revision {unknown} is not a revision that"):
+        run_layout(tree, pinned=unknown)
+    assert revisions(tree) == ["." + D, A, B, C, unknown, "note.txt"]
+
+
+def test_a_revision_recorded_complete_asks_the_hub_nothing(tree):
+    """Its marker says a run verified it against the Hub's listing: a converged host makes no request (the Hub's
+    stand-in here would refuse this revision, so a request would stop the role)."""
+    known = "f" * 40
+    (tree / "model.revisions" / known).mkdir()
+    (tree / "model.revisions" / known / ".blackwell-snapshot.json").write_text(json.dumps({"revision": known}))
+    (tree / "model").symlink_to(tree / "model.revisions" / known)
+    run_layout(tree, pinned=known)
+    assert known in revisions(tree)
