@@ -1,5 +1,6 @@
 """Shared test set-up: the repository and its collection on sys.path."""
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -49,20 +50,50 @@ CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run
                     "ansible.module_utils.urls")
 
 
+# Tests of what runs on a target - a test module that runs a module (run_module) or imports module_utils, and needs
+# nothing of the controller (its CLIs, its plugins, the lab's or the tools' code) - are marked `target`:
+# tests/integration/test_target_python_oldest.py runs them under the oldest Python a supported target has.
+TARGET_SIGNS = ("plugins.module_utils", "run_module(")
+NEEDS_CONTROLLER = CONTROLLER_SIGNS + ("ansible-doc", '/ "ansible"', "ansible.errors", "ansible.plugins",
+                                      "ansible.template", "ansible.parsing", "from lab", "import lab", "from tools",
+                                      "import tools")
+
+
+_KINDS = {}
+
+
+def file_kinds(path):
+    """(controller, target) for a test file, read from its own source."""
+    path = str(path)
+    if path not in _KINDS:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            text = ""
+        unit = "/tests/unit/" in path
+        _KINDS[path] = (unit and any(sign in text for sign in CONTROLLER_SIGNS),
+                        unit and any(sign in text for sign in TARGET_SIGNS)
+                        and not any(sign in text for sign in NEEDS_CONTROLLER))
+    return _KINDS[path]
+
+
+def pytest_ignore_collect(collection_path, config):
+    # under the oldest target Python only the target tests are imported (the others need a newer one)
+    if os.environ.get("BLACKWELL_TARGET_TESTS_ONLY") and collection_path.suffix == ".py" \
+            and collection_path.name.startswith("test_"):
+        return not file_kinds(collection_path)[1]
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest as _pytest
 
-    seen = {}
     for item in items:
-        path = str(getattr(item, "fspath", ""))
-        if path not in seen:
-            try:
-                text = Path(path).read_text(errors="replace")
-            except OSError:
-                text = ""
-            seen[path] = "/tests/unit/" in path and any(sign in text for sign in CONTROLLER_SIGNS)
-        if seen[path]:
+        controller, target = file_kinds(getattr(item, "fspath", ""))
+        if controller:
             item.add_marker(_pytest.mark.controller)
+        if target:
+            item.add_marker(_pytest.mark.target)
 
 
 TASK_BLOCK_KEYS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
