@@ -175,6 +175,8 @@ def _service(expected, found):
 def _routers(membership):
     """This server in every router of the fleet (listed and healthy), and the routers' entries of no known server."""
     routers = membership.get("routers") or {}
+    if not routers:
+        return []  # no router in this run (a --limit that leaves them out): nothing asked, nothing to judge
     wrong = [f"{router}: " + (m["error"] or ("not listed" if not m["listed"] else "listed, not healthy"))
              for router, m in sorted(routers.items()) if m.get("error") or not (m["listed"] and m["healthy"])]
     out = [_check("router_membership", "service", not wrong, f"listed and healthy in {', '.join(sorted(routers))}",

@@ -63,6 +63,7 @@ class FakeRouter:
         self.metrics = b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n"
         self.api_key = api_key
         self.warnings = []
+        self.requests = []  # (method, path) of every request, in order
 
     def handler(self):
         router = self
@@ -76,6 +77,7 @@ class FakeRouter:
                 self.wfile.write(body)
 
             def do_GET(self):  # noqa: N802
+                router.requests.append(("GET", self.path))
                 if self.path == "/workers":
                     self._send(200, json.dumps({"workers": router.workers}).encode(), "application/json")
                 elif self.path == "/metrics":

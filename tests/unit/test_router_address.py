@@ -114,20 +114,29 @@ def test_membership_says_where_the_server_stands_in_each_router(tmp_path):
         out = tmp_path / "membership.json"
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
 
-        def play():
+        def play(*extra):
             proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i",
-                                   str(tmp_path / "hosts.yml"), str(tmp_path / "pb.yml"),
+                                   str(tmp_path / "hosts.yml"), str(tmp_path / "pb.yml"), *extra,
                                    "-e", json.dumps({"out": str(out)})], capture_output=True, text=True, env=env,
                                   timeout=300, cwd=tmp_path)
             assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
             return json.loads(out.read_text())
 
+        sliced = play("--limit", "gpu-1")
+        assert sliced == {"routers": {}, "unknown": {}}
+        assert router.requests == [], "a router the run leaves out is not asked"
+        assert [c["name"] for c in verify_checks(sliced)] == []
         drained = play()
         assert drained["routers"]["router-1"] == {"listed": False, "healthy": False, "error": None}
         assert drained["unknown"] == {"router-1": ["http://10.9.9.9:30000"]}
         router.workers.append({"id": "w-me", "url": server, "is_healthy": True})
         back = play()
         assert back["routers"]["router-1"] == {"listed": True, "healthy": True, "error": None}
+
+
+def verify_checks(membership):
+    from ansible_collections.blackwell.serving.plugins.module_utils import verify
+    return verify._routers(membership)
 
 
 def test_verify_and_drift_fail_a_drained_server_and_a_stranger():
