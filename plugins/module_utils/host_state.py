@@ -8,9 +8,10 @@ skipped only when every thing it would change is as the phase would leave it, so
 difference it finds, and the phase holds only when the list is empty.
 
 A file is wanted with its exact content, owner, group and mode (what a template or copy task would write), as
-absent, as a directory, or as a symbolic link to a target. A package is wanted installed (at an exact version,
-and held, when asked), or installed only when the configured repositories offer it. A set of packages may be
-named by a regular expression: every installed package it matches must be at the version and held. A unit is
+absent, as a directory, or as a symbolic link to a target. A package is wanted installed (at an exact version, or
+one a glob such as ``1.2.3-*`` matches, as apt's preferences read a version pin; and held, when asked), or
+installed only when the configured repositories offer it. A set of packages may be named by a regular expression:
+every installed package it matches must be at the version and held. A unit is
 wanted enabled and, when asked, active. A group is wanted present; a user present, with its primary group, home
 and shell. A package may be wanted absent; and a set of files (glob patterns) without any line a regular expression
 matches.
@@ -21,6 +22,7 @@ with), in the same round trip.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import grp
 import hashlib
@@ -50,6 +52,14 @@ def parse_dpkg(text):
     return out
 
 
+def version_matches(have, want):
+    """Whether version ``have`` is the wanted one: ``want`` exactly, or, where it holds ``*``, ``?`` or ``[``, one
+    the glob matches (``1.2.3-*``: the upstream release at whatever packaging revision the repository gives)."""
+    if any(c in want for c in "*?["):
+        return fnmatch.fnmatchcase(have, want)
+    return have == want
+
+
 def judge_package(name, want, installed, offered=None):
     """Differences of one wanted package: want = {version (exact, or None), held (bool), state: present|offered}.
 
@@ -67,7 +77,7 @@ def judge_package(name, want, installed, offered=None):
             return [f"package {name} is offered and not installed"]
         return [f"package {name} is not installed"]
     diffs = []
-    if want.get("version") and have["version"] != want["version"]:
+    if want.get("version") and not version_matches(have["version"], want["version"]):
         diffs.append(f"package {name} is at {have['version']}, not {want['version']}")
     if want.get("held") and have["selection"] != "hold":
         diffs.append(f"package {name} is not held ({have['selection']})")

@@ -95,7 +95,9 @@ options:
         elements: str
         required: true
       version:
-        description: The exact version each must be at; any when left out.
+        description:
+          - The version each must be at, exactly, or a glob (C(1.2.3-*), as apt's preferences read a version
+            pin); any when left out.
         type: str
       held:
         description: Whether it must be held (C(dpkg --get-selections) says C(hold)).
@@ -123,7 +125,9 @@ options:
         description: Packages this regular expression matches are left out.
         type: str
       version:
-        description: The exact version each must be at; any when left out.
+        description:
+          - The version each must be at, exactly, or a glob (C(1.2.3-*), as apt's preferences read a version
+            pin); any when left out.
         type: str
       held:
         description: Whether each must be held.
@@ -383,7 +387,7 @@ def main():
         rc, out, _err = module.run_command(["apt-cache", "madison", name], environ_update={"LC_ALL": "C"})
         if rc != 0:
             return False
-        return any(line.split("|")[1].strip() == version for line in out.splitlines()
+        return any(host_state.version_matches(line.split("|")[1].strip(), version) for line in out.splitlines()
                    if line.count("|") >= 2 and line.split("|")[0].strip() == name) if version else bool(out.strip())
 
     diffs = host_state.judge(p, installed, units, offered)

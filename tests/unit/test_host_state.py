@@ -75,6 +75,18 @@ def test_offered_package_missing_counts_only_when_offered():
         "package nvidia-driver-pinning-580.95.05 is offered and not installed"]
 
 
+@pytest.mark.parametrize("have, ok", [("580.95.05-0ubuntu1", True), ("580.95.05-1ubuntu1", True),
+                                      ("580.95.05-1", True), ("580.82.07-0ubuntu1", False), ("580.95.050-1", False)])
+def test_a_version_glob_holds_the_release_at_any_packaging_revision(have, ok):
+    """Ubuntu's suffix is the repository's (-0ubuntu1, -1ubuntu1): the pin and the state read name the release."""
+    spec = {"packages": [{"name": "nvidia-utils-580", "version": "580.95.05-*", "held": True}],
+            "patterns": [{"match": "^libnvidia-", "version": "580.95.05-*", "held": True}]}
+    dpkg = hs.parse_dpkg(f"nvidia-utils-580\t{have}\thold ok installed\nlibnvidia-compute-580\t{have}\thold ok installed\n")
+    diffs = hs.judge(spec, dpkg, {})
+    assert diffs == ([] if ok else [f"package nvidia-utils-580 is at {have}, not 580.95.05-*",
+                                    f"package libnvidia-compute-580 is at {have}, not 580.95.05-*"])
+
+
 def test_missing_named_package():
     dpkg = hs.parse_dpkg("\n".join(ln for ln in DPKG.splitlines() if not ln.startswith("nvidia-driver-cuda")))
     assert hs.judge(driver_spec(), dpkg, {}) == ["package nvidia-driver-cuda is not installed"]
