@@ -184,6 +184,38 @@ def driver_debs(ver: str) -> list[Deb]:
     ]
 
 
+# A distribution archive's driver, as hosts have it before this collection runs (issue 32): Ubuntu's
+# nvidia-graphics-drivers-550 in its compute-only ("headless") shape, the branch in the names and every
+# dependency at the exact version, from an archive other than NVIDIA's repository. Served flat under
+# ARCHIVE_PATH, signed with the lab key; the contents are stand-ins (documentation files only, so that they
+# can sit beside a converged host's NVIDIA packages, as a half-replaced driver does).
+ARCHIVE_PATH = "lab-standin-distribution-archive"
+ARCHIVE_URL = f"http://{MIRROR_NAME}:{serve.HTTP_PORT}/{ARCHIVE_PATH}/"
+ARCHIVE_DRIVER = ("550", "550.163.01-0ubuntu0.24.04.1")
+
+
+def distribution_debs() -> list[Deb]:
+    """Ubuntu's headless 550 set: nvidia-headless-550 on nvidia-dkms-550 and nvidia-headless-no-dkms-550, which
+    pull the compute library, the utilities and the kernel source, each at exactly this version."""
+    branch, v = ARCHIVE_DRIVER
+    exact = lambda *names: [f"{n}-{branch} (= {v})" for n in names]
+    deb = lambda name, desc, depends=(): Deb(f"{name}-{branch}", v, desc, depends=list(depends),
+                                               source=f"nvidia-graphics-drivers-{branch}",
+                                               files=_doc(f"{name}-{branch}", v), section="restricted/libs")
+    return [
+        deb("nvidia-headless", "NVIDIA headless metapackage", exact("nvidia-dkms", "nvidia-headless-no-dkms")),
+        deb("nvidia-headless-no-dkms", "NVIDIA headless metapackage - no DKMS",
+            exact("libnvidia-compute", "libnvidia-cfg1", "nvidia-compute-utils", "nvidia-kernel-source")),
+        deb("nvidia-dkms", "NVIDIA DKMS package", exact("nvidia-kernel-common", "nvidia-kernel-source")),
+        deb("nvidia-kernel-common", "Shared files used with the kernel module"),
+        deb("nvidia-kernel-source", "NVIDIA kernel source package"),
+        deb("libnvidia-compute", "NVIDIA libcompute package"),
+        deb("libnvidia-cfg1", "NVIDIA binary OpenGL/GLX configuration library"),
+        deb("nvidia-compute-utils", "NVIDIA compute utilities", exact("libnvidia-compute")),
+        deb("nvidia-utils", "NVIDIA driver support binaries", exact("libnvidia-compute")),
+    ]
+
+
 def cuda_keyring(key_binary: bytes, repo_url: str) -> Deb:
     """NVIDIA's cuda-keyring 1.1-1 as laid out upstream: the key as a binary keyring under
     /usr/share/keyrings and a one-line source entry for the repository, signed by it."""
@@ -382,13 +414,32 @@ def build(www: Path) -> Path:
     # a scratch directory of this build's own: two builds at once (two test workers) never share a stage
     with tempfile.TemporaryDirectory(dir=paths.sub("scratch")) as scratch:
         debs = [build_deb(d, repo, Path(scratch)) for d in all_debs(keyring.public_binary())]
+    if not debs:
+        raise LabError("no packages were built")
+    _write_index(repo, debs, keyring, ["Origin: NVIDIA", "Label: NVIDIA CUDA",
+                                       "Description: Lab stand-in of NVIDIA's CUDA repository"])
+    (repo / KEY_FILE).write_text(keyring.public_armored())
+    # the distribution archive's driver, signed with the same key (a host that trusts the lab's NVIDIA key
+    # reads it with signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg)
+    archive = www / ARCHIVE_PATH
+    if archive.exists():
+        shutil.rmtree(archive)
+    archive.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(dir=paths.sub("scratch")) as scratch:
+        archive_debs = [build_deb(d, archive, Path(scratch)) for d in distribution_debs()]
+    _write_index(archive, archive_debs, keyring, ["Origin: Lab stand-in", "Label: distribution archive",
+                                                  "Description: Lab stand-in of a distribution's driver packages"])
+    stamp.write_text(key)
+    return repo
+
+
+def _write_index(repo: Path, debs: list[Path], keyring: Keyring, fields: list[str]) -> None:
+    """A flat repository's Packages, Release (with the fields given), InRelease and Release.gpg."""
     packages = packages_index(debs, repo)
     (repo / "Packages").write_bytes(packages)
     (repo / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
     files = {"Packages": packages, "Packages.gz": (repo / "Packages.gz").read_bytes()}
-    release = ["Origin: NVIDIA", "Label: NVIDIA CUDA", "Architecture: amd64",
-               f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}",
-               "Description: Lab stand-in of NVIDIA's CUDA repository"]
+    release = [*fields, "Architecture: amd64", f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}"]
     for algo in ("MD5Sum", "SHA256"):
         release.append(f"{algo}:")
         for name, data in files.items():
@@ -398,8 +449,3 @@ def build(www: Path) -> Path:
     (repo / "InRelease").write_text(keyring.gpg("--clearsign", "--digest-algo", "SHA256", input=release_text))
     (repo / "Release.gpg").write_text(keyring.gpg("--armor", "--detach-sign", "--digest-algo", "SHA256",
                                                   input=release_text))
-    (repo / KEY_FILE).write_text(keyring.public_armored())
-    stamp.write_text(key)
-    if not debs:
-        raise LabError("no packages were built")
-    return repo

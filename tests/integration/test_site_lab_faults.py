@@ -5,6 +5,7 @@ import subprocess
 import time
 
 import pytest
+import yaml
 
 from helpers import REPO, needs_lab, playbook, recap
 from lab import hosts
@@ -360,3 +361,89 @@ def test_a_shard_corrupted_in_place_is_fetched_again_by_site_and_the_server_rest
     assert again.returncode == 0 and all(r["changed"] == 0 for r in recap(again.stdout).values())
     proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["model"]}')
     assert proc.returncode == 0, "verify.yml failed on the repaired shard (output above)"
+
+
+# --- a distribution's driver already there (issue 32, point 1): Debian's own nvidia-kernel-common from the real
+# archive's contrib, and a distribution's headless 550 set (the lab's stand-in archive), installed by apt from
+# their repositories beside the converged host's NVIDIA packages
+FOREIGN_SOURCES = "/etc/apt/sources.list.d/lab-foreign-driver.list"
+
+
+def foreign_installed():
+    """The installed packages of the distribution's driver: {name: version}."""
+    listed = on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${Status}\n")
+    return {ln.split()[0]: ln.split()[1] for ln in listed.splitlines()
+            if ln.endswith(" installed") and (ln.startswith("nvidia-kernel-common ") or "-550" in ln.split()[0])}
+
+
+@needs_lab
+def test_a_distribution_driver_is_refused_or_purged_in_the_pins_transaction(converged, tmp_path):
+    from lab import aptrepo, image
+    mirror, _ = image.host_debian_mirrors()
+    on_host("sh", "-c", f"printf 'deb {mirror} bookworm contrib\\n"
+                        f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {aptrepo.ARCHIVE_URL} /\\n'"
+                        f" > {FOREIGN_SOURCES} && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install"
+                        " -y -qq --no-install-recommends nvidia-kernel-common nvidia-headless-550 >/dev/null")
+    try:
+        before = foreign_installed()
+        assert before.get("nvidia-kernel-common") == "20220217+3~deb12u1" and "nvidia-headless-550" in before
+        # the real answer of apt-cache policy on this host, kept beside the parser's test as a fixture
+        names = sorted(before) + ["nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-smi"]
+        (tmp_path / "policy.txt").write_text(on_host("env", "LC_ALL=C", "apt-cache", "policy", *names))
+        print(f"apt-cache policy captured in {tmp_path / 'policy.txt'}")
+        dpkg_before = on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n")
+        pref = on_host("cat", "/etc/apt/preferences.d/blackwell-nvidia-driver.pref")
+
+        refused = playbook(SITE, "-e", "nvidia_driver_foreign_packages=refuse")
+        assert refused.returncode != 0, "a distribution's driver was not refused (output above)"
+        for name, version in before.items():
+            assert f"{name} {version} (from " in refused.stdout, f"{name} is not named with its origin"
+        assert "bookworm/contrib" in refused.stdout and aptrepo.ARCHIVE_PATH in refused.stdout
+        assert "Nothing was changed (nvidia_driver_foreign_packages=refuse)" in refused.stdout
+        assert on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n") == dpkg_before
+        assert on_host("cat", "/etc/apt/preferences.d/blackwell-nvidia-driver.pref") == pref
+
+        plan = playbook(REPO / "playbooks" / "preflight.yml", "--check")
+        assert plan.returncode == 0 and "a run purges these driver packages" in plan.stdout
+        assert all(f"{name} {version} (from " in plan.stdout for name, version in before.items())
+
+        replaced = playbook(SITE)
+        assert replaced.returncode == 0, "site.yml did not replace the distribution's driver (output above)"
+        assert foreign_installed() == {}, "a package of the distribution's driver is still installed"
+        pinned = yaml.safe_load((REPO / "inventories/lab/group_vars/all/stack.yml").read_text())["nvidia_driver_version"]
+        held = on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n",
+                       "nvidia-driver-cuda", "nvidia-kernel-open-dkms")
+        assert all(f" {pinned}-1 hi" in ln for ln in held.splitlines()), held
+        again = playbook(SITE)
+        assert again.returncode == 0 and all(r["changed"] == 0 for r in recap(again.stdout).values())
+        proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["gpu"]}')
+        assert proc.returncode == 0, "verify.yml failed after the distribution's driver was replaced (output above)"
+    finally:
+        # leave the host as the tests that follow expect it, whatever failed above
+        left = " ".join(["nvidia-kernel-common"] + [d.name for d in aptrepo.distribution_debs()])
+        subprocess.run(["docker", "exec", hosts.container(HOST), "sh", "-c",
+                        f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq {left} >/dev/null 2>&1;"
+                        f" rm -f {FOREIGN_SOURCES}; apt-get update -qq"], capture_output=True)
+
+
+# --- a running kernel whose headers the archive has dropped (issue 32, point 2): the lab host's own kernel headers
+# package removed (the lab's repository never had it), the headers metapackage still offered
+@needs_lab
+def test_a_running_kernel_without_headers_stops_before_any_change_naming_it(converged):
+    release = on_host("uname", "-r").strip()
+    package = f"linux-headers-{release}"
+    # dpkg's record of the package, kept to put back byte for byte
+    on_host("sh", "-c", f"cd / && tar -cf /tmp/headers-backup.tar var/lib/dpkg/status usr/src/{package}"
+                        f" $(ls var/lib/dpkg/info/{package}.* | sed 's,^/,,')")
+    on_host("dpkg", "--remove", "--force-depends", package)
+    try:
+        dpkg_before = on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n")
+        proc = playbook(SITE)
+        assert proc.returncode != 0, "site.yml went on without the running kernel's headers (output above)"
+        assert f"the running kernel {release} has no headers package any more" in proc.stdout
+        assert "Nothing was changed" in proc.stdout and "nvidia_driver_reboot=true" in proc.stdout
+        assert on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n") == dpkg_before
+    finally:
+        subprocess.run(["docker", "exec", hosts.container(HOST), "sh", "-c",
+                        "cd / && tar -xf /tmp/headers-backup.tar && rm -f /tmp/headers-backup.tar"], check=True)
+    assert on_host("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", package).strip() == "ii"

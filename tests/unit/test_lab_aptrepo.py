@@ -127,7 +127,8 @@ def test_exact_desktop_pin_fails_once_590_is_in_the_repository(repo, tmp_path):
 
 def test_compute_only_set_installs_at_the_exact_version_without_x_or_gl(repo, tmp_path):
     _, apt = apt_sandbox(tmp_path, repo, prefs=(
-        "Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-*\nPin: version 580.95.05-1\nPin-Priority: 1001\n"))
+        # the driver role's pin: the release at the repository's packaging revision (a glob, as apt reads it)
+        "Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-*\nPin: version 580.95.05-*\nPin-Priority: 1001\n"))
     assert apt("update").returncode == 0
     out = apt("-s", "install", "nvidia-driver-pinning-580.95.05=580.95.05-1", "nvidia-driver-cuda=580.95.05-1",
               "nvidia-kernel-open-dkms=580.95.05-1")
@@ -200,3 +201,23 @@ def test_headers_metapackage_follows_the_lab_kernel(repo):
     import os
     dep = stanzas(repo)[("linux-headers-amd64", "99:1.0-lab")]["Depends"]
     assert dep == f"linux-headers-{os.uname().release}"
+
+
+def test_the_distribution_archive_serves_a_branch_named_driver_at_exact_versions(repo, tmp_path):
+    """Issue 32: a host's distribution driver (Ubuntu's headless 550 shape) from an archive that is not NVIDIA's,
+    signed with the same lab key; every package of the set needs the others at exactly its version."""
+    www = repo.parents[len(aptrepo.REPO_PATH.split("/")) - 1]
+    archive = www / aptrepo.ARCHIVE_PATH
+    pk = stanzas(archive)
+    branch, version = aptrepo.ARCHIVE_DRIVER
+    assert pk[(f"nvidia-headless-{branch}", version)]["Depends"] == (
+        f"nvidia-dkms-{branch} (= {version}), nvidia-headless-no-dkms-{branch} (= {version})")
+    assert f"nvidia-kernel-common-{branch} (= {version})" in pk[(f"nvidia-dkms-{branch}", version)]["Depends"]
+    # every name matches the driver role's pin globs (nvidia-*, libnvidia-*), none is NVIDIA's repository's name
+    nvidia = {name for name, _ in stanzas(repo)}
+    assert all(re.match(r"^(nvidia-|libnvidia-)", name) and name not in nvidia for name, _ in pk)
+    keyring = tmp_path / "k.gpg"
+    subprocess.run(["gpg", "--batch", "--dearmor", "-o", str(keyring), str(repo / aptrepo.KEY_FILE)], check=True)
+    ok = subprocess.run(["gpgv", "--keyring", str(keyring), str(archive / "InRelease")], capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "Origin: Lab stand-in" in (archive / "Release").read_text()

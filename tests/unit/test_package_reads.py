@@ -59,8 +59,9 @@ def test_no_debian_path_sets_the_packages_fact():
 
 
 def test_the_reads_take_the_place_of_package_facts():
-    driver = {t["name"]: t for t in tasks_of(REPO / "roles/nvidia_driver/tasks/install-debian.yml")}
-    before = driver["install-debian | Read the driver packages already installed"]
+    driver = {t["name"]: t for f in ("install-debian.yml", "foreign-debian.yml")
+              for t in tasks_of(REPO / "roles/nvidia_driver/tasks" / f)}
+    before = driver["foreign-debian | Read the driver packages already installed"]
     after = driver["install-debian | Read the installed driver packages"]
     for read in (before, after):
         assert read["blackwell.serving.host_state"]["patterns"] == [
