@@ -282,19 +282,28 @@ def test_a_failed_deploy_that_moved_the_port_rolls_back_and_says_healthy(converg
     assert playbook(SITE).returncode == 0
 
 
-# --- a commit the remote lacks, a version no index offers: the run stops naming the variable, current untouched
+# --- a commit the remote lacks, a version no index offers: the run stops naming the variable, current untouched;
+# a version the index uv takes the package from lacks (uv's first-index: the lab's stand-in of PyTorch's index has
+# nvidia-cudnn-cu12, at other versions than PyPI) is refused by the preflight, before any change
 @needs_lab
-@pytest.mark.parametrize("extra, says", [
-    (["sglang_commit=" + "ab" * 20], "sglang_commit " + "ab" * 20 + " is not a commit that"),
-    (["sglang_transformers_version=99.0.0"], "offers sglang_transformers_version as pinned"),
+@pytest.mark.parametrize("extra, says, before_any_change", [
+    (["sglang_commit=" + "ab" * 20], "sglang_commit " + "ab" * 20 + " is not a commit that", False),
+    (["sglang_transformers_version=99.0.0"],
+     "sglang_transformers_version 99.0.0 (transformers) is not offered by https://pypi.org/simple", True),
+    (["sglang_cudnn_version=9.16.0.29"],
+     "sglang_cudnn_version 9.16.0.29 (nvidia-cudnn-cu12) is not offered by http://lab-mirror:8680/simple, the index uv"
+     " takes nvidia-cudnn-cu12 from", True),
 ])
-def test_a_pin_that_cannot_be_had_names_its_variable_and_leaves_current(converged, extra, says):
+def test_a_pin_that_cannot_be_had_names_its_variable_and_leaves_current(converged, extra, says, before_any_change):
     serving = on_host("readlink", "/opt/sglang/current")
     releases = on_host("ls", "/opt/sglang/releases")
     proc = playbook(SITE, *[a for e in extra for a in ("-e", e)])
     assert proc.returncode != 0 and says in proc.stdout, "the failure does not name the variable (output above)"
     assert on_host("readlink", "/opt/sglang/current") == serving
     assert on_host("ls", "/opt/sglang/releases") == releases, "a failed release was left behind"
+    if before_any_change:
+        assert "Nothing was changed" in proc.stdout
+        assert all(r["changed"] == 0 for r in recap(proc.stdout).values()), "the refusal came after a change"
 
 
 # --- persistence off (nvidia-persistenced stopped, as a distribution's --no-persistence-mode unit leaves it)
@@ -380,11 +389,14 @@ def foreign_installed():
 def test_a_distribution_driver_is_refused_or_purged_in_the_pins_transaction(converged, tmp_path):
     from lab import aptrepo, image
     mirror, _ = image.host_debian_mirrors()
-    on_host("sh", "-c", f"printf 'deb {mirror} bookworm contrib\\n"
-                        f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {aptrepo.ARCHIVE_URL} /\\n'"
-                        f" > {FOREIGN_SOURCES} && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install"
-                        " -y -qq --no-install-recommends nvidia-kernel-common nvidia-headless-550 >/dev/null")
     try:
+        # the archive's entry with the keyring the image's own entry for it names: apt refuses the same source with
+        # two different Signed-By values ("Conflicting values set for option Signed-By")
+        on_host("sh", "-c", f"printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} bookworm"
+                            f" contrib\\ndeb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg]"
+                            f" {aptrepo.ARCHIVE_URL} /\\n' > {FOREIGN_SOURCES} && apt-get update -qq"
+                            " && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
+                            " nvidia-kernel-common nvidia-headless-550 >/dev/null")
         before = foreign_installed()
         assert before.get("nvidia-kernel-common") == "20220217+3~deb12u1" and "nvidia-headless-550" in before
         # the real answer of apt-cache policy on this host, kept beside the parser's test as a fixture

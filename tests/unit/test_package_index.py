@@ -1,0 +1,104 @@
+"""package_index (issue 38, point 1): a pinned version that the index uv takes the project from does not offer is
+refused before any change. Parsed on real pages of PyPI (tests/fixtures/index/: PEP 691 JSON and PEP 503 HTML of
+flashinfer-python), and the module run against two stand-in indexes on loopback, in uv's order."""
+import contextlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.blackwell.serving.plugins.module_utils import package_index as pi
+
+from modrun import run_module
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "index"
+
+
+@pytest.mark.parametrize("page, kind", [("pypi-flashinfer-python.json", "application/vnd.pypi.simple.v1+json"),
+                                        ("pypi-flashinfer-python.html", "text/html")])
+def test_pypis_page_in_either_form_names_the_same_versions(page, kind):
+    names = pi.filenames((FIXTURES / page).read_text(), kind)
+    offered = pi.versions(names, "flashinfer-python")
+    assert "0.6.3" in offered and "0.2.1" in offered and "0.2.10" in offered
+    assert offered.index("0.2.1") < offered.index("0.2.10") < offered.index("0.6.3"), "versions sort as numbers"
+    other = pi.versions(names, "flashinfer-cubin")
+    assert other == [], "another project's versions are not this one's"
+
+
+def test_both_forms_agree():
+    from_json = pi.versions(pi.filenames((FIXTURES / "pypi-flashinfer-python.json").read_text(), "application/json"),
+                            "flashinfer_python")
+    from_html = pi.versions(pi.filenames((FIXTURES / "pypi-flashinfer-python.html").read_text(), "text/html"),
+                            "Flashinfer.Python")
+    assert from_json == from_html and len(from_json) > 20
+
+
+@pytest.mark.parametrize("filename, version", [
+    ("nvidia_cudnn_cu12-9.19.0.56-py3-none-manylinux_2_27_x86_64.whl", "9.19.0.56"),
+    ("nvidia-cudnn-cu12-9.0.0.312.tar.gz", "9.0.0.312"),
+    ("transformers-5.2.0-py3-none-any.whl", None),
+])
+def test_a_file_name_carries_its_version(filename, version):
+    assert pi.version_of(filename, "nvidia-cudnn-cu12") == version
+
+
+def test_the_first_index_that_has_the_project_decides_as_uv_does():
+    first = ["nvidia_cudnn_cu12-9.10.2.21-py3-none-any.whl", "nvidia_cudnn_cu12-9.19.0.56-py3-none-any.whl"]
+    second = first + ["nvidia_cudnn_cu12-9.8.0.87-py3-none-any.whl"]
+    got = pi.judge({"name": "nvidia-cudnn-cu12", "version": "9.8.0.87"}, [("A", first), ("B", second)])
+    assert got == {"index": "A", "offered": ["9.10.2.21", "9.19.0.56"], "found": False}
+    got = pi.judge({"name": "nvidia-cudnn-cu12", "version": "9.8.0.87"}, [("A", None), ("B", second)])
+    assert got["index"] == "B" and got["found"]
+    assert pi.judge({"name": "x", "version": "1"}, [("A", None), ("B", None)]) == {
+        "index": None, "offered": [], "found": False}
+
+
+@contextlib.contextmanager
+def index(pages):
+    """A simple index on loopback: pages = {project: [file names]}; others answer 404."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            project = self.path.strip("/").rsplit("/", 1)[-1]
+            if project not in pages:
+                self.send_response(404)
+                self.end_headers()
+                return
+            body = "".join(f'<a href="../../packages/{n}#sha256=00">{n}</a>\n' for n in pages[project]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/simple"
+    finally:
+        httpd.shutdown()
+
+
+def test_the_module_asks_each_index_in_order():
+    torch_like = {"nvidia-cudnn-cu12": ["nvidia_cudnn_cu12-9.19.0.56-py3-none-any.whl"]}
+    pypi_like = {"nvidia-cudnn-cu12": ["nvidia_cudnn_cu12-9.8.0.87-py3-none-any.whl"],
+                 "transformers": ["transformers-5.2.0-py3-none-any.whl", "transformers-4.57.1.tar.gz"]}
+    with index(torch_like) as first, index(pypi_like) as second:
+        result = run_module("package_index", {
+            "indexes": [first, second],
+            "requirements": ["nvidia-cudnn-cu12==9.8.0.87", "transformers==5.2.0", "nvidia-cudnn-cu12==9.19.0.56"]})
+    got = {(r["requirement"]): (r["index"], r["found"]) for r in result["requirements"]}
+    assert got == {"nvidia-cudnn-cu12==9.8.0.87": (first, False), "transformers==5.2.0": (second, True),
+                   "nvidia-cudnn-cu12==9.19.0.56": (first, True)}
+    assert result["changed"] is False
+
+
+def test_an_index_that_cannot_be_read_is_named():
+    result = run_module("package_index", {"indexes": ["http://127.0.0.1:9/simple"],
+                                          "requirements": ["transformers==5.2.0"], "timeout": 5})
+    assert result.get("failed") is True
+    assert "the package index http://127.0.0.1:9/simple could not be read for transformers" in result["msg"]
