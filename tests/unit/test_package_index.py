@@ -1,17 +1,13 @@
 """package_index (issue 38, point 1): a pinned version that the index uv takes the project from does not offer is
 refused before any change. Parsed on real pages of PyPI (tests/fixtures/index/: PEP 691 JSON and PEP 503 HTML of
 flashinfer-python), and the module run against two stand-in indexes on loopback, in uv's order."""
-import contextlib
-import http.server
-import json
-import threading
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.blackwell.serving.plugins.module_utils import package_index as pi
 
-from modrun import run_module
+from modrun import run_module, serve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "index"
 
@@ -55,39 +51,22 @@ def test_the_first_index_that_has_the_project_decides_as_uv_does():
         "index": None, "offered": [], "found": False}
 
 
-@contextlib.contextmanager
 def index(pages):
-    """A simple index on loopback: pages = {project: [file names]}; others answer 404."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            project = self.path.strip("/").rsplit("/", 1)[-1]
-            if project not in pages:
-                self.send_response(404)
-                self.end_headers()
-                return
-            body = "".join(f'<a href="../../packages/{n}#sha256=00">{n}</a>\n' for n in pages[project]).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/simple"
-    finally:
-        httpd.shutdown()
+    """A simple index on loopback (PEP 503 HTML): pages = {project: [file names]}; other projects answer 404."""
+    def answer(path):
+        project = path.strip("/").rsplit("/", 1)[-1]
+        if project not in pages:
+            return 404, b""
+        return 200, "".join(f'<a href="../../packages/{n}#sha256=00">{n}</a>\n' for n in pages[project]).encode()
+    return serve(answer)
 
 
 def test_the_module_asks_each_index_in_order():
     torch_like = {"nvidia-cudnn-cu12": ["nvidia_cudnn_cu12-9.19.0.56-py3-none-any.whl"]}
     pypi_like = {"nvidia-cudnn-cu12": ["nvidia_cudnn_cu12-9.8.0.87-py3-none-any.whl"],
                  "transformers": ["transformers-5.2.0-py3-none-any.whl", "transformers-4.57.1.tar.gz"]}
-    with index(torch_like) as first, index(pypi_like) as second:
+    with index(torch_like) as first_url, index(pypi_like) as second_url:
+        first, second = first_url + "/simple", second_url + "/simple"
         result = run_module("package_index", {
             "indexes": [first, second],
             "requirements": ["nvidia-cudnn-cu12==9.8.0.87", "transformers==5.2.0", "nvidia-cudnn-cu12==9.19.0.56"]})
