@@ -93,4 +93,57 @@ def test_the_stream_is_enabled_not_installed():
         dnf = t.get("ansible.builtin.dnf")
         assert not (dnf and str(dnf["name"]).startswith("@")), t["name"]
     enable = next(t for t in tasks() if "Enable the module stream" in t["name"])
-    assert enable["ansible.builtin.command"]["argv"][:4] == ["dnf", "-y", "module", "enable"]
+    assert "enable" in enable["ansible.builtin.command"]["argv"]
+
+
+# dnf -q module list --enabled nvidia-driver, in dnf's layout (issue 32, point 4)
+def module_list(*streams):
+    rows = "".join(f"nvidia-driver  {s} [e]      default [d], fm, ks, src  Nvidia driver for {s} branch\n" for s in streams)
+    return ("cuda-rhel9-x86_64\nName           Stream        Profiles                  Summary\n" + rows
+            + "\nHint: [d]efault, [e]nabled, [x]disabled, [i]nstalled\n")
+
+
+@pytest.mark.parametrize("enabled, argv", [
+    ([], ["dnf", "-y", "module", "enable", "nvidia-driver:580-open"]),
+    # another branch's or flavour's stream enabled: dnf refuses a second; the guide switches, allowing erasure
+    (["575-open"], ["dnf", "-y", "module", "switch-to", "nvidia-driver:580-open", "--allowerasing"]),
+    (["580-dkms"], ["dnf", "-y", "module", "switch-to", "nvidia-driver:580-open", "--allowerasing"]),
+    (["580-open"], None),
+])
+def test_the_stream_is_enabled_or_switched_to_as_the_guide_says(enabled, argv):
+    r = render("Rocky")
+    task = next(t for t in tasks() if "Enable the module stream" in t["name"])
+    variables = {"__nvidia_driver_module_stream": r("__nvidia_driver_module_stream"),
+                 "__nvidia_driver_enabled_stream_regex": r("__nvidia_driver_enabled_stream_regex"),
+                 "__nvidia_driver_streams": {"stdout": module_list(*enabled)}}
+    variables.update({k: v for k, v in task["vars"].items()})
+    templar = Templar(loader=DataLoader(), variables=variables)
+    runs = templar.template(trust_as_template("{{ " + task["when"] + " }}"))
+    assert runs == (argv is not None)
+    if argv:
+        assert templar.template(task["ansible.builtin.command"]["argv"]) == argv
+
+
+def test_the_running_uek_kernel_gets_its_own_development_files():
+    plain = render("OracleLinux")  # the Red Hat compatible kernel, as render() fixes it
+    facts = {"os_family": "RedHat", "distribution": "OracleLinux", "distribution_major_version": "9",
+             "architecture": "x86_64", "kernel": "5.15.0-302.167.6.el9uek.x86_64"}
+    variables = {**load("defaults/main.yml"), **load("vars/main.yml"), **load("vars/RedHat.yml"), "ansible_facts": facts}
+    headers = Templar(loader=DataLoader(), variables=variables).template(variables["__nvidia_driver_headers"])
+    assert headers == ["kernel-uek-devel", "kernel-headers", "kernel-uek-devel-5.15.0-302.167.6.el9uek.x86_64"]
+    assert plain("__nvidia_driver_headers") == ["kernel-devel", "kernel-headers", "kernel-devel-5.14.0-503.11.1.el9_5.x86_64"]
+
+
+@pytest.mark.parametrize("offers, ok", [(["580.95.05"], True), (["580.105.08"], False), ([], False)])
+def test_a_release_the_stream_does_not_offer_stops_naming_what_it_does(offers, ok):
+    task = next(t for t in tasks() if "The stream offers the pinned release" in t["name"])
+    r = render("Rocky")
+    variables = {"nvidia_driver_version": "580.95.05", "nvidia_driver_kernel_modules": "open",
+                 "__nvidia_driver_packages": r("__nvidia_driver_packages"), "inventory_hostname": "gpu-1",
+                 "__nvidia_driver_module_stream": r("__nvidia_driver_module_stream"),
+                 "__nvidia_driver_stream_offers": {"stdout_lines": offers}}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    assert templar.template(trust_as_template("{{ " + task["ansible.builtin.assert"]["that"] + " }}")) == ok
+    msg = templar.template(task["ansible.builtin.assert"]["fail_msg"])
+    assert "nvidia_driver_version 580.95.05 is not offered by the module stream nvidia-driver:580-open" in msg
+    assert f"it offers {', '.join(offers) or 'nothing'}" in msg
