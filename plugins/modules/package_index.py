@@ -50,7 +50,7 @@ EXAMPLES = r"""
 - name: The pinned versions are on the indexes uv will use
   blackwell.serving.package_index:
     indexes: [https://download.pytorch.org/whl/cu129, https://pypi.org/simple]
-    requirements: [transformers==5.2.0]
+    requirements: [transformers==4.57.1]
   register: offered
 """
 
@@ -60,17 +60,17 @@ requirements:
   returned: always
   type: list
   elements: dict
-  sample: [{requirement: transformers==5.2.0, name: transformers, version: 5.2.0, index: "https://pypi.org/simple",
-             offered: [4.57.1, 5.2.0], found: true}]
+  sample: [{requirement: transformers==4.57.1, name: transformers, version: 4.57.1, index: "https://pypi.org/simple",
+             offered: [4.56.2, 4.57.1], found: true}]
   contains:
-    requirement: {description: The requirement as asked., type: str, sample: transformers==5.2.0}
+    requirement: {description: The requirement as asked., type: str, sample: transformers==4.57.1}
     name: {description: The project., type: str, sample: transformers}
-    version: {description: The version pinned., type: str, sample: 5.2.0}
+    version: {description: The version pinned., type: str, sample: 4.57.1}
     index:
       description: The index uv would take it from (the first that has the project); null when none has it.
       type: str
       sample: https://pypi.org/simple
-    offered: {description: The versions that index offers, oldest first., type: list, elements: str, sample: [4.57.1, 5.2.0]}
+    offered: {description: The versions that index offers, oldest first., type: list, elements: str, sample: [4.56.2, 4.57.1]}
     found: {description: Whether it offers the pinned version., type: bool, sample: true}
 """
 
