@@ -26,6 +26,24 @@ def test_a_debian_hosts_answer_names_each_versions_sources():
                         "origin": "installed by hand (dpkg's status file only)"}]
 
 
+def test_the_lab_host_with_a_distribution_driver_beside_nvidias():
+    """A converged lab host (Debian 12, real apt) after Debian's own nvidia-kernel-common (contrib) and a
+    distribution's headless 550 set were installed (captured by tests/integration/test_site_lab_faults.py): only those
+    are foreign; NVIDIA's packages are not."""
+    text = (FIXTURES / "policy-lab-foreign-driver.txt").read_text()
+    policy = apt_policy.parse_policy(text)
+    base = "http://lab-mirror:8680/compute/cuda/repos"
+    names = sorted(policy)
+    foreign = {p["name"]: p for p in apt_policy.foreign(policy, names, base)}
+    assert "nvidia-kernel-common" in foreign and foreign["nvidia-kernel-common"]["version"] == "20220217+3~deb12u1"
+    assert "bookworm/contrib" in foreign["nvidia-kernel-common"]["origin"]
+    assert "nvidia-headless-550" in foreign and "lab-standin-distribution-archive" in foreign["nvidia-headless-550"]["origin"]
+    assert "nvidia-driver-cuda" not in foreign and "nvidia-kernel-open-dkms" not in foreign
+    assert all(p["origin"] for p in foreign.values())
+    # the headless set pulls eight of the archive's nine packages (nvidia-utils-550 is not among its dependencies)
+    assert len(foreign) == 9 and all(n.endswith("-550") for n in foreign if n != "nvidia-kernel-common")
+
+
 @pytest.mark.parametrize("base", [NVIDIA, NVIDIA + "/"])
 def test_the_base_url_may_end_with_a_slash(base):
     text = ("nvidia-smi:\n  Installed: 580.95.05-1\n  Candidate: 580.95.05-1\n  Version table:\n"
