@@ -7,9 +7,10 @@ from __future__ import annotations
 from ansible_collections.blackwell.serving.plugins.module_utils import apt_policy as apt_policy_utils
 
 
-def foreign_packages(policy_text, names, base_url):
-    """The installed packages among names whose installed version does not come from a repository under base_url."""
-    return apt_policy_utils.foreign(apt_policy_utils.parse_policy(policy_text), names, base_url)
+def foreign_packages(policy_text, names, base_url, pin=None):
+    """The installed packages among names whose installed version does not come from a repository under base_url;
+    each movable where that repository offers it at a version the glob pin matches."""
+    return apt_policy_utils.foreign(apt_policy_utils.parse_policy(policy_text), names, base_url, pin)
 
 
 def apt_policy(policy_text):

@@ -11,6 +11,7 @@ is its only source). NVIDIA's own packages at another release are not foreign: a
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 _PACKAGE = re.compile(r"^(\S+):$")
@@ -61,10 +62,12 @@ def _under(source, base_url):
     return source.split()[0].rstrip("/").startswith(base_url.rstrip("/"))
 
 
-def foreign(policy, names, base_url):
+def foreign(policy, names, base_url, pin=None):
     """The installed packages among ``names`` whose installed version no source under ``base_url`` offers, sorted:
-    [{name, version, origin}], origin naming where that version comes from (its repositories, or "installed by hand
-    (dpkg's status file only)")."""
+    [{name, version, origin, movable}], origin naming where that version comes from (its repositories, or
+    "installed by hand (dpkg's status file only)"); movable when a source under ``base_url`` offers the package at a
+    version the glob ``pin`` matches (Debian's own archive names its driver packages as NVIDIA's debian12 repository
+    does: those move to NVIDIA's release in the install, where the others must be purged)."""
     out = []
     for name in sorted(set(names or [])):
         entry = (policy or {}).get(name)
@@ -75,5 +78,7 @@ def foreign(policy, names, base_url):
             continue
         others = [s for s in sources if s != DPKG_STATUS]
         origin = "; ".join(others) if others else "installed by hand (dpkg's status file only)"
-        out.append({"name": name, "version": entry["installed"], "origin": origin})
+        movable = bool(pin) and any(fnmatch.fnmatchcase(v, pin) and any(_under(s, base_url) for s in srcs)
+                                    for v, srcs in entry["versions"].items())
+        out.append({"name": name, "version": entry["installed"], "origin": origin, "movable": movable})
     return out

@@ -419,7 +419,8 @@ def test_a_distribution_driver_is_refused_or_purged_in_the_pins_transaction(conv
         assert on_host("cat", "/etc/apt/preferences.d/blackwell-nvidia-driver.pref") == pref
 
         plan = playbook(REPO / "playbooks" / "preflight.yml", "--check")
-        assert plan.returncode == 0 and "a run purges these driver packages" in plan.stdout
+        assert plan.returncode == 0 and "a run replaces these driver packages" in plan.stdout
+        assert "nvidia-kernel-common 20220217+3~deb12u1 (from " in plan.stdout and "; purged)" in plan.stdout
         assert all(f"{name} {version} (from " in plan.stdout for name, version in before.items())
 
         replaced = playbook(SITE)

@@ -23,7 +23,7 @@ def test_a_debian_hosts_answer_names_each_versions_sources():
                                                    "/var/lib/dpkg/status"]
     foreign = apt_policy.foreign(policy, ["bash", "libc6", "not-installed"], "http://deb.debian.org/debian")
     assert foreign == [{"name": "bash", "version": bash["installed"],
-                        "origin": "installed by hand (dpkg's status file only)"}]
+                        "origin": "installed by hand (dpkg's status file only)", "movable": False}]
 
 
 def test_the_lab_host_with_a_distribution_driver_beside_nvidias():
@@ -50,3 +50,25 @@ def test_the_base_url_may_end_with_a_slash(base):
             f" *** 580.95.05-1 1001\n        500 {NVIDIA}/debian12/x86_64  Packages\n"
             "        100 /var/lib/dpkg/status\n")
     assert apt_policy.foreign(apt_policy.parse_policy(text), ["nvidia-smi"], base) == []
+
+
+def test_debians_own_driver_under_nvidias_names_moves_to_the_pin_and_the_rest_is_purged():
+    """Debian's non-free archive packages its driver under the names NVIDIA's debian12 repository uses (nvidia-smi,
+    libcuda1, ...): those are foreign but movable (NVIDIA's repository offers them at the pinned release, and apt
+    moves them in the install); a name NVIDIA does not carry at the pin (nvidia-kernel-common) must be purged. The
+    shape is the lab capture's, with Debian's 535 release in place of the stand-in archive's packages."""
+    base = "http://lab-mirror:8680/compute/cuda/repos"
+    text = (FIXTURES / "policy-lab-foreign-driver.txt").read_text()
+    nvidia_smi = text[text.index("nvidia-smi:\n"):]
+    debian = nvidia_smi.replace("Installed: 580.95.05-1", "Installed: 535.216.01-1~deb12u1").replace(
+        " *** 580.95.05-1 1001\n", "     580.95.05-1 1001\n").replace(
+        "     580.82.07-1 500\n", " *** 535.216.01-1~deb12u1 500\n"
+        "        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages\n"
+        "        100 /var/lib/dpkg/status\n     580.82.07-1 500\n")
+    policy = apt_policy.parse_policy(debian + text[text.index("nvidia-kernel-common:\n"):text.index("nvidia-kernel-common-550:")])
+    got = {p["name"]: p for p in apt_policy.foreign(policy, ["nvidia-smi", "nvidia-kernel-common"], base, "580.95.05-*")}
+    assert got["nvidia-smi"]["version"] == "535.216.01-1~deb12u1" and got["nvidia-smi"]["movable"] is True
+    assert "bookworm/non-free" in got["nvidia-smi"]["origin"]
+    assert got["nvidia-kernel-common"]["movable"] is False
+    # another release pinned, which NVIDIA's repository does not carry: nothing to move to
+    assert not any(p["movable"] for p in apt_policy.foreign(policy, ["nvidia-smi"], base, "999.1.1-*"))

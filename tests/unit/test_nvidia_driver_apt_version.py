@@ -60,3 +60,32 @@ def test_the_install_asks_for_the_revision_the_repository_offers(tmp_path, monke
     assert got["pinning"] is True
     assert "Pin: version 580.95.05-*\n" in got["pref"]
     assert "Package: nvidia-* libnvidia-*" in got["pref"]
+
+
+WANTED = f"""
+- hosts: localhost
+  gather_facts: false
+  vars_files: [{ROLE}/defaults/main.yml, {ROLE}/vars/main.yml, {ROLE}/vars/Debian_12.yml]
+  tasks:
+    - ansible.builtin.copy:
+        dest: "{{{{ out }}}}"
+        mode: "0644"
+        content: "{{{{ {{'wanted': __nvidia_driver_wanted, 'purged': __nvidia_driver_purged}} | to_json }}}}"
+      vars:
+        __nvidia_driver_packages_read: "{{{{ read }}}}"
+"""
+
+
+def test_foreign_packages_under_nvidias_names_move_to_the_pin_and_the_others_are_purged(tmp_path):
+    """Issue 32, point 1: Debian's own nvidia-smi 535 (a name NVIDIA's repository has at the pin) is asked for at the
+    pinned release in the same transaction; Debian's nvidia-kernel-common (no such name at the pin) is purged."""
+    installed = {"nvidia-smi": "535.216.01-1~deb12u1", "nvidia-kernel-common": "20220217+3~deb12u1",
+                 "libnvidia-ml1": "580.95.05-1"}
+    foreign = [{"name": "nvidia-kernel-common", "version": "20220217+3~deb12u1", "origin": "x", "movable": False},
+               {"name": "nvidia-smi", "version": "535.216.01-1~deb12u1", "origin": "y", "movable": True}]
+    out = tmp_path / "out.json"
+    run_local_playbook(tmp_path, WANTED, {"out": str(out), "__nvidia_driver_foreign": foreign,
+                                          "read": {"installed": installed}})
+    got = json.loads(out.read_text())
+    assert got["purged"] == ["nvidia-kernel-common"]
+    assert set(got["wanted"]) == {"nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-smi", "libnvidia-ml1"}
