@@ -1,0 +1,68 @@
+"""sglang's preflight asks the remote for the pinned commit before any change (issue 38, point 1): a shallow fetch of
+that commit alone into a scratch repository. Git's protocol v2 (GitHub, git daemon) serves a reachable commit by its
+id and answers "not our ref" for one it lacks. Run by ansible-playbook on this machine against local bare
+repositories served by git's own upload-pack (file://), an older commit than the branch's tip included."""
+import subprocess
+
+import pytest
+
+from conftest import run_local_playbook
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: blackwell.serving.sglang
+        tasks_from: remote_commit
+"""
+
+
+def git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def remote(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    git("init", "-q", cwd=work)
+    for n in ("one", "two"):
+        (work / "README").write_text(f"sglang stand-in {n}\n")
+        git("add", "README", cwd=work)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", n, cwd=work)
+    bare = tmp_path / "sglang.git"
+    git("clone", "-q", "--bare", str(work), str(bare))
+    # the pinned commit is seldom a branch's tip
+    return bare, git("rev-parse", "HEAD~1", cwd=work)
+
+
+def test_a_commit_the_remote_has_passes(tmp_path, remote):
+    bare, sha = remote
+    run_local_playbook(tmp_path, PLAYBOOK, {"sglang_repo_url": f"file://{bare}", "sglang_commit": sha})
+
+
+def test_a_commit_the_remote_lacks_stops_naming_the_variable(tmp_path, remote):
+    bare, _ = remote
+    with pytest.raises(AssertionError) as failed:
+        run_local_playbook(tmp_path, PLAYBOOK, {"sglang_repo_url": f"file://{bare}", "sglang_commit": "ab" * 20})
+    said = str(failed.value)
+    assert f"sglang_commit {'ab' * 20} is not a commit that file://{bare} has" in said
+    assert "Nothing was changed" in said
+
+
+def test_a_remote_that_cannot_be_reached_stops_too(tmp_path):
+    with pytest.raises(AssertionError) as failed:
+        run_local_playbook(tmp_path, PLAYBOOK, {"sglang_repo_url": f"file://{tmp_path}/nowhere.git",
+                                                "sglang_commit": "ab" * 20})
+    assert "(or it cannot be reached:" in str(failed.value)
+
+
+def test_a_remote_that_answers_no_commit_by_id_is_left_to_the_clone(tmp_path, remote, monkeypatch):
+    """Protocol v0 without uploadpack.allowReachableSHA1InWant ("unadvertised object"): it cannot say, so the check
+    does not stop."""
+    bare, _ = remote
+    for key, value in {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.version",
+                       "GIT_CONFIG_VALUE_0": "0"}.items():
+        monkeypatch.setenv(key, value)
+    run_local_playbook(tmp_path, PLAYBOOK, {"sglang_repo_url": f"file://{bare}", "sglang_commit": "ab" * 20})
