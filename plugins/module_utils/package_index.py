@@ -61,8 +61,8 @@ def version_of(filename, project):
     for ext in _SDIST:
         if filename.endswith(ext):
             stem = filename[: -len(ext)]
-            name, _, version = stem.rpartition("-")
-            return version if name and normalize(name) == want else None
+            name, dash, version = stem.rpartition("-")
+            return version if dash and name and normalize(name) == want else None
     return None
 
 

@@ -70,7 +70,11 @@ requirements:
       description: The index uv would take it from (the first that has the project); null when none has it.
       type: str
       sample: https://pypi.org/simple
-    offered: {description: The versions that index offers, oldest first., type: list, elements: str, sample: [4.56.2, 4.57.1]}
+    offered:
+      description: The versions that index offers, oldest first.
+      type: list
+      elements: str
+      sample: [4.56.2, 4.57.1]
     found: {description: Whether it offers the pinned version., type: bool, sample: true}
 """
 
