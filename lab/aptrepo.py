@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,19 @@ CUDA_RELEASES = [("12-8", "12.8.1", "12.8.93"), ("12-9", "12.9.0", "12.9.41"),
                  ("12-9", "12.9.1", "12.9.86"), ("13-0", "13.0.2", "13.0.88")]
 RTX_CAPTURES = paths.FIXTURES / "gpu" / "rtx-pro-6000-x8-real"
 STANDINS = paths.LAB_SRC / "standins"
+# The kernel module's source that the stand-in DKMS packages ship (a real module that does nothing)
+MODULE_SOURCE = STANDINS / "nvidia-module"
+# NVIDIA's DKMS packages from 570.148 on need a newer dkms than bookworm's 3.0.10, and NVIDIA's repositories
+# ship one (STACK.md). Which version NVIDIA's debian12 repository has was not found in a source: the stand-in
+# serves Debian's own dkms of a later release in its place (fetched from Debian's mirror, checked against its
+# sha256), the real program that builds the module.
+DKMS_DEPENDENCY = "dkms (>= 3.1.8)"
+DKMS_DEB = ("pool/main/d/dkms/dkms_3.2.2-1~deb13u1_all.deb",
+            "6840d049df96419be706d135bcba4355e08864b0794977a616db16330871d412")
+# the licence each flavour's module declares (modinfo -F license): what tells them apart on a host
+MODULE_LICENSES = {"open": "Dual MIT/GPL", "proprietary": "NVIDIA"}
+# the lower bound of cuda-drivers-580's dependencies (the branch's first release)
+CUDA_DRIVERS_FLOOR = "580.65.06"
 
 
 @dataclass
@@ -65,6 +79,34 @@ def _doc(name: str, v: str) -> dict[str, tuple[bytes, int]]:
     return {f"usr/share/doc/{name}/README.lab-standin": (f"Lab stand-in of {name} {v}\n".encode(), 0o644)}
 
 
+def module_source(ver: str, flavour: str) -> dict[str, tuple[bytes, int]]:
+    """The kernel module's source where DKMS finds it (/usr/src/<name>-<version>), as NVIDIA's packages lay it
+    out: one DKMS package named ``nvidia`` for either flavour (from 570.148 on, the open flavour's is no longer
+    ``nvidia-open``: awslabs/amazon-eks-ami#2284)."""
+    return {f"usr/src/nvidia-{ver}/{f.name}": (
+        f.read_text().replace("@VERSION@", ver).replace("@FLAVOUR@", flavour)
+        .replace("@LICENSE@", MODULE_LICENSES[flavour]).encode(), 0o644)
+        for f in sorted(MODULE_SOURCE.iterdir())}
+
+
+def dkms_deb() -> Path:
+    """Debian's dkms package (see DKMS_DEB), from the lab's cache or Debian's mirror."""
+    from .image import host_debian_mirrors
+    pool_path, want = DKMS_DEB
+    target = paths.sub("downloads") / Path(pool_path).name
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == want:
+        return target
+    url = f"{host_debian_mirrors()[0]}/{pool_path}"
+    log(f"fetching {url}")
+    with urllib.request.urlopen(url, timeout=300) as resp:
+        data = resp.read()
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise LabError(f"{url} has sha256 {got}, pinned {want}: not using it")
+    target.write_bytes(data)
+    return target
+
+
 def driver_debs(ver: str) -> list[Deb]:
     """One driver release in the dependency shape of NVIDIA's debian12 repository.
 
@@ -86,14 +128,15 @@ def driver_debs(ver: str) -> list[Deb]:
     module = lambda flavour: {
         "usr/lib/lab-standin/nvidia-kernel-module": (
             f"MODULE_VERSION={ver}\nMODULE_FLAVOUR={flavour}\nGPU_COUNT=8\n".encode(), 0o644),
-        f"usr/src/nvidia-{ver}/dkms.conf": (f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n'.encode(), 0o644)}
-    # DKMS builds the module for every kernel whose headers are installed, and for later ones when their
-    # headers arrive; the stand-in "builds" a file where Debian's DKMS installs the module.
-    dkms_build = ("#!/bin/sh\nset -e\nfor h in /usr/src/linux-headers-*; do\n  [ -d \"$h\" ] || continue\n"
-                  "  k=${h#/usr/src/linux-headers-}\n  mkdir -p /lib/modules/$k/updates/dkms\n"
-                  f"  echo 'lab stand-in of nvidia.ko {ver}' > /lib/modules/$k/updates/dkms/nvidia.ko\n"
-                  "done\n")
-    dkms_remove = "#!/bin/sh\nset -e\nrm -f /lib/modules/*/updates/dkms/nvidia.ko\n"
+        **module_source(ver, flavour)}
+    # as dh_dkms writes them: the real DKMS (dkms, served beside; Debian's autoinstall_all_kernels) adds the source
+    # and builds and installs the module for every kernel whose headers are installed; a kernel whose headers come
+    # later gets it from DKMS's own header_postinst.d hook
+    dkms_build = ("#!/bin/sh\nset -e\ncase \"$1\" in\n  configure)\n"
+                  f"    /usr/lib/dkms/common.postinst nvidia {ver} \"\" \"\" \"$2\"\n    ;;\nesac\n")
+    dkms_remove = ("#!/bin/sh\nset -e\ncase \"$1\" in\n  remove|upgrade|deconfigure)\n"
+                   f"    if [ \"$(dkms status -m nvidia -v {ver})\" ]; then dkms remove -m nvidia -v {ver} --all; fi\n"
+                   "    ;;\nesac\n")
     persistenced_unit = (
         "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
         "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
@@ -145,11 +188,11 @@ def driver_debs(ver: str) -> list[Deb]:
             depends=exact("nvidia-smi", "libcuda1", "libnvidia-ml1", "libnvidia-ptxjitcompiler1")
             + [f"nvidia-persistenced (>= {branch})", f"nvidia-modprobe (>= {branch})"]),
         gfx("nvidia-kernel-open-dkms", "NVIDIA open GPU kernel module DKMS source",
-            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp"),
+            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp") + [DKMS_DEPENDENCY],
             conflicts=["nvidia-kernel-dkms"], provides=[f"nvidia-kernel-dkms-any (= {v})"],
             files=module("open"), postinst=dkms_build, prerm=dkms_remove, section="multiverse/kernel"),
         gfx("nvidia-kernel-dkms", "NVIDIA proprietary kernel module DKMS source",
-            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp"),
+            depends=exact("nvidia-kernel-support", "firmware-nvidia-gsp") + [DKMS_DEPENDENCY],
             conflicts=["nvidia-kernel-open-dkms"], provides=[f"nvidia-kernel-dkms-any (= {v})"],
             files=module("proprietary"), postinst=dkms_build, prerm=dkms_remove, section="multiverse/kernel"),
         gfx("nvidia-kernel-support", "NVIDIA binary kernel module support files",
@@ -178,9 +221,18 @@ def driver_debs(ver: str) -> list[Deb]:
         # NVIDIA's version-locking packages: one per release and one per branch, one installed at a time
         pinning(f"nvidia-driver-pinning-{ver}", f"{ver}-*"),
         pinning(f"nvidia-driver-pinning-{branch}", f"{branch}.*"),
-        # NVIDIA's branch metapackage: its dependency has no upper bound, so it is no pin (STACK.md).
-        Deb(f"cuda-drivers-{branch}", v, f"CUDA drivers metapackage for branch {branch}",
-            source="cuda-drivers", depends=["nvidia-driver (>= 580.65.06)"]),
+        # NVIDIA's separately built tools that the branch metapackage pulls
+        Deb("nvidia-settings", v, "tool for configuring the NVIDIA graphics driver", source="nvidia-settings",
+            files=doc("nvidia-settings"), section="multiverse/x11"),
+        Deb("nvidia-xconfig", v, "deprecated X configuration tool for non-free NVIDIA drivers",
+            source="nvidia-xconfig", files=doc("nvidia-xconfig"), section="multiverse/x11"),
+        # NVIDIA's branch metapackage, with the dependencies its debian12 package has (STACK.md): the desktop and
+        # compute sets and the proprietary kernel module, each with a lower bound only, so it is no pin and it
+        # pulls the proprietary module wherever it is installed.
+        Deb(f"cuda-drivers-{branch}", v, f"CUDA drivers metapackage for branch {branch}", source="cuda-drivers",
+            depends=[f"{n} (>= {CUDA_DRIVERS_FLOOR})" for n in ("nvidia-driver", "nvidia-driver-cuda",
+                                                                  "nvidia-kernel-dkms", "nvidia-settings",
+                                                                  "nvidia-xconfig")]),
     ]
 
 
@@ -225,14 +277,6 @@ def cuda_keyring(key_binary: bytes, repo_url: str) -> Deb:
                           f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {repo_url} /\n".encode(),
                           0o644)},
                section="multiverse/admin")
-
-
-def headers_metapackage() -> Deb:
-    """Lab stand-in of Debian's linux-headers-amd64 for the lab's kernel (the host's, which no Debian package
-    matches; the image carries a stand-in of its headers package): the metapackage that follows the kernel."""
-    release = os.uname().release
-    return Deb("linux-headers-amd64", "99:1.0-lab", "Header files for Linux (meta-package, lab kernel)",
-               source="linux-signed-amd64", depends=[f"linux-headers-{release}"], section="kernel")
 
 
 def cuda_config_debs() -> list[Deb]:
@@ -304,7 +348,7 @@ def all_debs(key_binary: bytes = b"", repo_url: str = REPO_URL) -> list[Deb]:
     for rel in CUDA_RELEASES:
         debs += cuda_debs(*rel)
     debs += cuda_config_debs()
-    debs += [cuda_keyring(key_binary, repo_url), headers_metapackage()]
+    debs += [cuda_keyring(key_binary, repo_url)]
     return debs
 
 
@@ -398,6 +442,7 @@ def build(www: Path) -> Path:
     """Build the repository under www/REPO_PATH (only when its inputs changed)."""
     repo = www / REPO_PATH
     sources = [Path(__file__).read_bytes(), *[p.read_bytes() for p in sorted(STANDINS.glob("*.py"))],
+               *[p.read_bytes() for p in sorted(MODULE_SOURCE.iterdir())],
                Path(elfstub.__file__).read_bytes(), elfstub.NEEDED.read_bytes(),
                *[p.read_bytes() for p in sorted(RTX_CAPTURES.iterdir())]]
     keyring = Keyring()
@@ -414,6 +459,7 @@ def build(www: Path) -> Path:
     # a scratch directory of this build's own: two builds at once (two test workers) never share a stage
     with tempfile.TemporaryDirectory(dir=paths.sub("scratch")) as scratch:
         debs = [build_deb(d, repo, Path(scratch)) for d in all_debs(keyring.public_binary())]
+    debs.append(Path(shutil.copy(dkms_deb(), repo)))
     if not debs:
         raise LabError("no packages were built")
     _write_index(repo, debs, keyring, ["Origin: NVIDIA", "Label: NVIDIA CUDA",

@@ -27,6 +27,8 @@ PACKAGES = [
 ]
 EXTRA_CA_DIR = Path("/usr/local/share/ca-certificates")
 IMAGE_FILES = paths.LAB_SRC / "image"
+# the build tree of the running kernel's stand-in headers package (see _install_kernel_headers_standin)
+KERNEL_BUILD_STANDIN = paths.LAB_SRC / "standins" / "kernel"
 
 
 def host_debian_mirrors() -> tuple[str, str]:
@@ -57,9 +59,9 @@ def image_tag() -> str:
     parts: list[bytes | str] = [SUITE, mirror, security, *PACKAGES, os.uname().release]
     for cert in extra_ca_certs():
         parts += [cert.name, cert.read_bytes()]
-    for f in sorted(IMAGE_FILES.rglob("*")):
+    for f in sorted([*IMAGE_FILES.rglob("*"), *KERNEL_BUILD_STANDIN.iterdir()]):
         if f.is_file():
-            parts += [str(f.relative_to(IMAGE_FILES)), f.read_bytes()]
+            parts += [str(f.relative_to(paths.LAB_SRC)), f.read_bytes()]
     parts.append(Path(__file__).read_bytes())
     return f"{IMAGE_REPO}:{SUITE}-{digest(parts)}"
 
@@ -139,15 +141,22 @@ def _customise(rootfs: Path, mirror: str, security: str) -> None:
 
 def _install_kernel_headers_standin(rootfs: Path) -> None:
     """The simulated machine runs this host's kernel, which no Debian package matches: it ships a
-    stand-in of that kernel's headers package, as a real server's vendor kernel would ship its own."""
+    stand-in of that kernel's headers package, as a real server's vendor kernel would ship its own. Like
+    Debian's, it links /lib/modules/<kernel>/build to its tree, where the real DKMS builds modules for the
+    running kernel; the tree's build system is a stand-in (lab/standins/kernel/kbuild.py) that writes each
+    module's ELF object with its module information instead of compiling it."""
     release = os.uname().release
     stage = paths.sub("scratch") / f"linux-headers-{release}"
     if stage.exists():
         shutil.rmtree(stage)
     (stage / "DEBIAN").mkdir(parents=True)
-    (stage / "usr/src" / f"linux-headers-{release}").mkdir(parents=True)
-    (stage / "usr/src" / f"linux-headers-{release}" / "README.lab-standin").write_text(
-        f"Lab stand-in of the headers of kernel {release}.\n")
+    tree = stage / "usr/src" / f"linux-headers-{release}"
+    (tree / "include").mkdir(parents=True)
+    (tree / "README.lab-standin").write_text(f"Lab stand-in of the headers of kernel {release}.\n")
+    (tree / "Makefile").write_text((KERNEL_BUILD_STANDIN / "Makefile").read_text().replace("@KERNEL@", release))
+    shutil.copy(KERNEL_BUILD_STANDIN / "kbuild.py", tree / "kbuild.py")
+    (stage / "lib/modules" / release).mkdir(parents=True)
+    (stage / "lib/modules" / release / "build").symlink_to(f"/usr/src/linux-headers-{release}")
     (stage / "DEBIAN/control").write_text(
         f"Package: linux-headers-{release}\nVersion: 1.0-lab\nArchitecture: amd64\n"
         "Maintainer: blackwell.serving lab <lab@localhost>\n"

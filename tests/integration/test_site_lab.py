@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -53,6 +54,31 @@ def test_fresh_host_converges(converged, reports):
     report = json.loads((reports / f"{HOST}.json").read_text())
     assert report["passed"] is True, [c for c in report["checks"] if not c["ok"]]
     assert {"unit_active", "chat_completion", "sm120_fix"} <= {c["name"] for c in report["checks"]}
+
+
+def on_host(*argv):
+    return subprocess.run(["docker", "exec", hosts.container(HOST), *argv], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@needs_lab
+def test_dkms_built_the_driver_for_the_debian_kernel_whose_headers_the_role_installed(converged):
+    """Issue 32, point 3: Debian's real DKMS (the dkms package that NVIDIA's repository stand-in serves) compiled the
+    stand-in module source against the real headers of the kernel that Debian's headers metapackage follows, as
+    it does for every installed kernel with headers; the module's vermagic is that kernel's, written by the real
+    kernel build."""
+    assert converged.returncode == 0
+    running = on_host("uname", "-r").strip()
+    kernels = on_host("ls", "/lib/modules").split()
+    debian = [k for k in kernels if k != running and re.fullmatch(r"\d+\.\d+\.\d+-\d+-amd64", k)]
+    assert debian, f"no Debian kernel's headers were installed: {kernels}"
+    status = on_host("dkms", "status")
+    for kernel in debian:
+        assert f"nvidia/580.95.05, {kernel}, x86_64: installed" in status, status
+        ko = f"/lib/modules/{kernel}/updates/dkms/nvidia.ko"
+        assert on_host("modinfo", "-F", "vermagic", ko).startswith(f"{kernel} SMP preempt mod_unload modversions")
+        assert on_host("modinfo", "-F", "version", ko).strip() == "580.95.05"
+        assert on_host("modinfo", "-F", "license", ko).strip() == "Dual MIT/GPL"  # the open flavour
 
 
 @needs_lab

@@ -450,7 +450,7 @@ def test_a_running_kernel_without_headers_stops_before_any_change_naming_it(conv
     package = f"linux-headers-{release}"
     # dpkg's record of the package, kept to put back byte for byte
     on_host("sh", "-c", f"cd / && tar -cf /tmp/headers-backup.tar var/lib/dpkg/status usr/src/{package}"
-                        f" $(ls var/lib/dpkg/info/{package}.* | sed 's,^/,,')")
+                        f" lib/modules/{release}/build $(ls var/lib/dpkg/info/{package}.* | sed 's,^/,,')")
     on_host("dpkg", "--remove", "--force-depends", package)
     try:
         dpkg_before = on_host("dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n")

@@ -30,10 +30,40 @@ def test_pinned_older_and_newer_versions_are_there(repo):
         assert (name, ver) in pk
 
 
-def test_branch_metapackage_is_no_pin(repo):
-    # as upstream: cuda-drivers-580 accepts any newer driver, 590 included (STACK.md)
-    dep = stanzas(repo)[("cuda-drivers-580", "580.95.05-1")]["Depends"]
-    assert dep == "nvidia-driver (>= 580.65.06)"
+def test_branch_metapackage_is_no_pin_and_pulls_the_proprietary_module(repo):
+    # as upstream (STACK.md): cuda-drivers-580 accepts any newer driver, 590 included, and needs the desktop set, the
+    # compute set, the proprietary kernel module and NVIDIA's tools, each of which the repository has
+    pk = stanzas(repo)
+    dep = pk[("cuda-drivers-580", "580.95.05-1")]["Depends"]
+    assert dep == ", ".join(f"{n} (>= 580.65.06)" for n in ("nvidia-driver", "nvidia-driver-cuda", "nvidia-kernel-dkms",
+                                                             "nvidia-settings", "nvidia-xconfig"))
+    for name in ("nvidia-settings", "nvidia-xconfig", "nvidia-kernel-dkms"):
+        assert (name, "580.95.05-1") in pk
+
+
+def test_the_kernel_module_packages_need_a_dkms_that_the_repository_serves(repo):
+    # NVIDIA's DKMS packages need dkms >= 3.1.8 (bookworm has 3.0.10) and its repository ships one (STACK.md)
+    pk = stanzas(repo)
+    for flavour in ("nvidia-kernel-open-dkms", "nvidia-kernel-dkms"):
+        assert "dkms (>= 3.1.8)" in pk[(flavour, "580.95.05-1")]["Depends"]
+    dkms = [version for (name, version) in pk if name == "dkms"]
+    assert dkms and all(subprocess.run(["dpkg", "--compare-versions", v, "ge", "3.1.8"]).returncode == 0
+                        for v in dkms)
+
+
+def test_the_kernel_module_packages_ship_a_module_source_dkms_builds(repo, tmp_path):
+    # a real module source for DKMS: its dkms.conf names the modules the Kbuild file builds, at the package's
+    # version, and the postinst hands it to DKMS as dh_dkms does
+    deb = next(repo.glob("nvidia-kernel-open-dkms_580.95.05-1_*.deb"))
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(tmp_path)], check=True)
+    src = tmp_path / "usr/src/nvidia-580.95.05"
+    conf = (src / "dkms.conf").read_text()
+    assert 'PACKAGE_NAME="nvidia"' in conf and 'PACKAGE_VERSION="580.95.05"' in conf
+    built = re.findall(r'BUILT_MODULE_NAME\[\d\]="([^"]+)"', conf)
+    assert sorted(f"{m}.o" for m in built) == sorted((src / "Kbuild").read_text().split("+=")[1].split())
+    assert all((src / f"{m}.c").is_file() and 'MODULE_VERSION("580.95.05")' in (src / f"{m}.c").read_text()
+               for m in built)
+    assert "/usr/lib/dkms/common.postinst nvidia 580.95.05" in (tmp_path / "DEBIAN/postinst").read_text()
 
 
 def test_toolkit_does_not_pull_the_driver(repo):
@@ -88,13 +118,28 @@ def test_nvidia_smi_package_carries_the_captures(repo, tmp_path):
 
 # --- the real dependency shape (issue 12): what apt does with it ---------------------------------------------
 
+# dkms's dependencies, which Debian's archive serves
+DEBIAN_BASE = ("kmod", "dpkg-dev", "make", "patch")
+
+
+def dkms_from_the_repository(inst):
+    """The install's dkms (NVIDIA's repository's, newer than bookworm's), taken out of an Inst map."""
+    version = inst.pop("dkms")
+    assert subprocess.run(["dpkg", "--compare-versions", version, "ge", "3.1.8"]).returncode == 0, version
+    return version
+
+
 def apt_sandbox(tmp_path, repo, sources_line=None, prefs=""):
-    """apt 2.6 of this machine, on an empty dpkg database, reading only the stand-in repository."""
+    """apt 2.6 of this machine, reading only the stand-in repository, on a dpkg database that has only the Debian
+    packages dkms needs (a Debian host has them from its own archive, which the sandbox does not read)."""
     root = tmp_path / "root"
     for d in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "var/lib/apt/lists/partial",
               "var/cache/apt/archives/partial", "var/lib/dpkg"):
         (root / d).mkdir(parents=True, exist_ok=True)
-    (root / "var/lib/dpkg/status").write_text("")
+    (root / "var/lib/dpkg/status").write_text("".join(
+        f"Package: {name}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.0-debian\n"
+        "Maintainer: Debian\nDescription: a package of Debian's archive\n\n"
+        for name in DEBIAN_BASE))
     (root / "etc/apt/sources.list").write_text(sources_line or f"deb [trusted=yes] file:{repo} /\n")
     (root / "etc/apt/preferences.d/test.pref").write_text(prefs)
     opts = [f"-oDir={root}", f"-oDir::State::status={root}/var/lib/dpkg/status", "-oDebug::NoLocking=1",
@@ -134,6 +179,7 @@ def test_compute_only_set_installs_at_the_exact_version_without_x_or_gl(repo, tm
               "nvidia-kernel-open-dkms=580.95.05-1")
     assert out.returncode == 0, out.stdout + out.stderr
     inst = dict(re.findall(r"^Inst (\S+) \((\S+)", out.stdout, re.M))
+    dkms_from_the_repository(inst)
     assert {"nvidia-smi", "libcuda1", "nvidia-persistenced", "nvidia-modprobe", "firmware-nvidia-gsp",
             "nvidia-kernel-support"} <= inst.keys()
     assert set(inst.values()) == {"580.95.05-1"}, inst
@@ -170,6 +216,7 @@ def test_pinning_package_alone_holds_a_dist_upgrade_at_its_release(repo, tmp_pat
     apt("update")
     out = apt("-s", "install", "nvidia-driver-cuda", "nvidia-kernel-open-dkms")
     inst = dict(re.findall(r"^Inst (\S+) \((\S+)", out.stdout, re.M))
+    dkms_from_the_repository(inst)
     assert inst and set(inst.values()) == {"580.95.05-1"}, out.stdout
 
 
@@ -195,12 +242,6 @@ def test_two_entries_for_one_uri_with_different_signed_by_break_apt(repo, tmp_pa
     out = apt("update")
     assert out.returncode != 0
     assert "Conflicting values set for option Signed-By" in out.stderr
-
-
-def test_headers_metapackage_follows_the_lab_kernel(repo):
-    import os
-    dep = stanzas(repo)[("linux-headers-amd64", "99:1.0-lab")]["Depends"]
-    assert dep == f"linux-headers-{os.uname().release}"
 
 
 def test_the_distribution_archive_serves_a_branch_named_driver_at_exact_versions(repo, tmp_path):
