@@ -114,6 +114,35 @@ def make_device_nodes(records):
             subprocess.run([MODPROBE, "-c", rec["index"]], check=False)
 
 
+# The Server Edition's power limit range (voipmonitor/rtx6kpro, hardware/blackwell-power-limit-sweep.md: 300-600 W)
+POWER_LIMITS = (300.0, 600.0)
+POWER_LIMIT_STATE = os.environ.get("LAB_NVIDIA_POWER_LIMIT", "/run/lab-nvidia-power-limit")
+
+
+def set_power_limit(value, records):
+    """nvidia-smi -pl: root only, within the card's range, held until the driver is unloaded (a reboot)."""
+    if os.geteuid() != 0:
+        die("Changing power management limit is not supported for the current user.", 4)
+    try:
+        watts = float(value)
+    except ValueError:
+        die(f'Invalid power limit value "{value}".', 2)
+    try:
+        with open(POWER_LIMIT_STATE) as f:
+            before = float(f.read().strip() or POWER_LIMITS[1])
+    except OSError:
+        before = POWER_LIMITS[1]
+    for r in records:
+        if not POWER_LIMITS[0] <= watts <= POWER_LIMITS[1]:
+            die(f"Provided power limit {watts:.2f} W is not a valid power limit which should be between "
+                f"{POWER_LIMITS[0]:.2f} W and {POWER_LIMITS[1]:.2f} W for GPU {r['pci.bus_id']}\n"
+                "Terminating early due to previous errors.", 2)
+        print(f"Power limit for GPU {r['pci.bus_id']} was set to {watts:.2f} W from {before:.2f} W.")
+    with open(POWER_LIMIT_STATE, "w") as f:
+        f.write(f"{watts:.2f}\n")
+    print("All done.")
+
+
 def die(msg, rc):
     print(msg)
     sys.exit(rc)
@@ -155,6 +184,8 @@ def main(argv):
             g = re.sub(r"(Persistence Mode\s*:\s*)\S+", r"\g<1>" + r["persistence_mode"], g)
             blocks.append("GPU " + r["pci.bus_id"] + g[g.index("\n"):])
         print(head + "\n" + "\n".join(blocks), end="")
+    elif argv[:1] == ["-pl"] or argv[:1] and argv[0].startswith("--power-limit="):
+        set_power_limit(argv[1] if argv[0] == "-pl" else argv[0].split("=", 1)[1], records)
     elif argv[:2] == ["topo", "-m"]:
         print(read("topo.txt"), end="")
     elif argv[:1] == ["--version"]:

@@ -5,6 +5,7 @@ import re
 import subprocess
 
 import pytest
+import yaml
 
 import provenance
 from helpers import REPO, needs_lab, playbook, recap
@@ -73,11 +74,12 @@ def test_dkms_built_the_driver_for_the_debian_kernel_whose_headers_the_role_inst
     debian = [k for k in kernels if k != running and re.fullmatch(r"\d+\.\d+\.\d+-\d+-amd64", k)]
     assert debian, f"no Debian kernel's headers were installed: {kernels}"
     status = on_host("dkms", "status")
+    version = yaml.safe_load((REPO / "inventories/lab/group_vars/all/stack.yml").read_text())["nvidia_driver_version"]
     for kernel in debian:
-        assert f"nvidia/580.95.05, {kernel}, x86_64: installed" in status, status
+        assert f"nvidia/{version}, {kernel}, x86_64: installed" in status, status
         ko = f"/lib/modules/{kernel}/updates/dkms/nvidia.ko"
         assert on_host("modinfo", "-F", "vermagic", ko).startswith(f"{kernel} SMP preempt mod_unload modversions")
-        assert on_host("modinfo", "-F", "version", ko).strip() == "580.95.05"
+        assert on_host("modinfo", "-F", "version", ko).strip() == version
         assert on_host("modinfo", "-F", "license", ko).strip() == "Dual MIT/GPL"  # the open flavour
 
 

@@ -83,3 +83,16 @@ def test_persistence_follows_the_daemon_as_on_a_real_host(tmp_path):
     assert {line.split(", ")[1] for line in off.stdout.splitlines()} == {"Disabled"}
     q = smi(tmp_path, "-q", persistenced=False).stdout
     assert "Persistence Mode                      : Disabled" in q and ": Enabled\n" not in q.split("Persistence")[1][:60]
+
+
+def test_power_limit_is_set_within_the_cards_range_and_kept(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("setting a power limit needs root, as with the real nvidia-smi")
+    monkeypatch.setenv("LAB_NVIDIA_POWER_LIMIT", str(tmp_path / "limit"))
+    out = smi(tmp_path, "--power-limit=300")
+    assert out.returncode == 0, out.stdout
+    assert out.stdout.splitlines()[0] == "Power limit for GPU 00000000:01:00.0 was set to 300.00 W from 600.00 W."
+    assert len(out.stdout.splitlines()) == 9 and out.stdout.endswith("All done.\n")
+    assert (tmp_path / "limit").read_text() == "300.00\n"
+    low = smi(tmp_path, "-pl", "200")
+    assert low.returncode == 2 and "should be between 300.00 W and 600.00 W" in low.stdout
