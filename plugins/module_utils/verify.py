@@ -10,10 +10,11 @@ probes, and asserts each check. Groups let a run select what it can judge
 """
 from __future__ import annotations
 
+from ansible_collections.blackwell.serving.plugins.module_utils import fabric as fabric_text
 from ansible_collections.blackwell.serving.plugins.module_utils import known_bad
 from ansible_collections.blackwell.serving.plugins.module_utils.sglang_argv import SWITCHES, VALUED, parse_options
 
-GROUPS = ("gpu", "cuda", "sglang", "service", "model")
+GROUPS = ("gpu", "cuda", "sglang", "service", "model", "fabric")
 # what a judge of the host's stack makes unless asked: the model check needs the model's records
 STACK_GROUPS = GROUPS[:4]
 PACKAGES = ("flashinfer-python", "flashinfer-cubin", "transformers", "nvidia-cudnn-cu12")
@@ -253,6 +254,241 @@ def _model(expected, found):
                    "remove the files named first. -e verify_model_rehash=true reads every file.")]
 
 
+# --- fabric: the PCIe fabric between the GPUs and their health (gpu_facts' option fabric)
+
+def _bus_key(bus_id):
+    """'00000000:06:00.0' (nvidia-smi), '0000:06:00.0' (sysfs) and '0000:06:00' (an Xid) as (domain, bus, device),
+    with the function where given."""
+    text = str(bus_id or "").strip().lower()
+    try:
+        domain, bus, rest = text.split(":")
+        dev, _sep, fn = rest.partition(".")
+        return (int(domain, 16), int(bus, 16), int(dev, 16)) + ((int(fn, 16),) if fn else ())
+    except ValueError:
+        return (text,)
+
+
+def _gpu_label(gpu_facts, bus_id, position=None):
+    """'GPU 0 (00000000:06:00.0)': the index nvidia-smi gives the GPU at that bus id (else its place in the list)."""
+    key = _bus_key(bus_id)[:3]
+    for g in gpu_facts.get("gpus") or []:
+        if _bus_key(g.get("pci_bus_id"))[:3] == key:
+            return f"GPU {g.get('index')} ({g.get('pci_bus_id')})"
+    return f"GPU {position if position is not None else '?'} ({bus_id})"
+
+
+def _fabric(expected, fab, gpu_facts):
+    """The fabric checks: kernel command line and module parameters as the driver role sets them, ACS redirect off on
+    every bridge between a GPU and its root port, BAR1, PCIe link width and generation, the P2P matrix, MIG, ECC
+    pages and rows, and Xids since boot."""
+    if not fab:
+        return [_check("fabric", "fabric", False, "the fabric's state, read by gpu_facts (fabric: true)",
+                       "not gathered", "Run verify with the fabric group (verify_checks) so that gather.yml reads it.")]
+    out = [_iommu(expected, fab)]
+    cmdline = fab.get("cmdline") or ""
+    for name, want in sorted((expected.get("kernel_args") or {}).items()):
+        if want in (None, ""):
+            continue
+        have = fabric_text.kernel_arg(cmdline, name) if fab.get("cmdline") is not None else None
+        out.append(_check(f"kernel_arg {name}", "fabric", have == str(want), f"{name}={want} on the kernel command "
+                          f"line", "absent" if have is None else f"{name}={have}",
+                          f"The running kernel was not booted with {name}={want}: run site.yml (role nvidia_driver "
+                          f"writes it to the boot loader's configuration) and reboot the host."))
+    params = fab.get("module_params") or {}
+    for name, want in sorted((expected.get("module_params") or {}).items()):
+        if want in (None, ""):
+            continue
+        have = params.get(name)
+        mod, _sep, param = name.partition(".")
+        out.append(_check(f"module_param {name}", "fabric", fabric_text.same_param(want, have),
+                          f"{param}={want} on the loaded {mod}",
+                          f"{mod} not loaded (/sys/module/{mod}/parameters/{param} absent)" if have is None else
+                          f"{param}={have}",
+                          f"{mod} runs without {param}={want}: run site.yml (role nvidia_driver writes the option to "
+                          f"/etc/modprobe.d and rebuilds the initramfs) and reboot the host (a module in use is not "
+                          f"reloaded)."))
+    out.append(_acs(expected, fab, gpu_facts))
+    gpus = fab.get("gpus") or []
+    why = "; ".join(fab.get("errors") or []) or "nvidia-smi -q listed no GPU"
+    if not gpus:
+        for name in ("bar1", "pcie_link_width", "pcie_link_generation", "mig_mode", "ecc"):
+            out.append(_check(name, "fabric", False, "every GPU's record in nvidia-smi -q", why,
+                              "nvidia-smi -q did not answer: see the gpu group's checks (driver loaded, version)."))
+    else:
+        out += _smi_q_checks(expected, gpus, gpu_facts)
+    out.append(_p2p(fab, gpu_facts))
+    out.append(_xid(expected, fab, gpus, gpu_facts))
+    return out
+
+
+def _iommu(expected, fab):
+    want = str(expected.get("iommu") or "any")
+    if fab.get("cmdline") is None:
+        return _check("iommu_mode", "fabric", want == "any", f"IOMMU {want}", "/proc/cmdline not read",
+                      "The kernel command line could not be read: run verify as root.")
+    mode = fabric_text.iommu_mode(fab["cmdline"])
+    groups = {bdf: t for bdf, t in (fab.get("iommu_groups") or {}).items() if t}
+    translated = sorted(bdf for bdf, t in groups.items() if t.startswith("DMA"))
+    found = (f"{mode['mode']} ({' '.join(mode['args']) or 'no IOMMU argument'})"
+             + (f"; GPUs' IOMMU groups: {', '.join(f'{b} {t}' for b, t in sorted(groups.items()))}" if groups else ""))
+    if want == "any":
+        return _check("iommu_mode", "fabric", True, "any (not pinned: nvidia_driver_iommu_passthrough is off)", found,
+                      "")
+    ok = mode["mode"] == want and not (want == "pt" and translated)
+    arg = {"pt": "iommu=pt (amd_iommu=pt on AMD)", "off": "iommu=off", "unset": "no IOMMU argument"}.get(want, want)
+    return _check("iommu_mode", "fabric", ok, f"IOMMU {want}: {arg} on the kernel command line", found,
+                  f"The running kernel's IOMMU is not in mode {want}"
+                  + (f" (the GPUs' DMA is still translated: {', '.join(translated)})" if translated else "")
+                  + ": run site.yml (role nvidia_driver writes the boot loader's configuration) and reboot the host; "
+                    "check that no other file under /etc/default/grub.d sets another IOMMU mode.")
+
+
+def _acs(expected, fab, gpu_facts):
+    """ACS redirect on the bridges between each GPU and its root port: a bridge that redirects peer requests sends
+    every P2P transfer up to the root complex (NCCL hangs or halves its bandwidth; nccl#2079, nccl#1999)."""
+    bits = list(expected.get("acs_off") or [])
+    paths = fab.get("paths") or {}
+    bridges = fab.get("bridges") or {}
+    want = (f"{', '.join(b + '-' for b in bits)} in ACSCtl of every bridge between a GPU and its root port"
+            if bits else "not judged (verify_fabric_acs_off is empty)")
+    if not bits:
+        return _check("acs_redirect", "fabric", True, want, f"{len(bridges)} bridges on the GPUs' paths", "")
+    bad, unread, seen = [], [], 0
+    for pos, (gpu, path) in enumerate(sorted(paths.items())):
+        label = _gpu_label(gpu_facts, gpu, pos)
+        for bdf in path:
+            b = bridges.get(bdf) or {"error": "not read"}
+            seen += 1
+            if b.get("error") or (not b.get("readable", True)):
+                unread.append(f"{label}: bridge {bdf} {b.get('error') or 'ACS not readable (lspci without root)'}")
+            elif b.get("acs"):
+                on = [bit for bit in bits if (b.get("ctl") or {}).get(bit)]
+                if on:
+                    bad.append(f"{label}: bridge {bdf} ACSCtl {' '.join(bit + '+' for bit in on)}")
+    if not paths:
+        return _check("acs_redirect", "fabric", False, want, "no NVIDIA GPU on the PCI bus (sysfs)",
+                      "No GPU was found in /sys/bus/pci/devices: see the gpu group's checks.")
+    ok = not bad and not unread
+    found = "; ".join(bad + unread) or (f"off on all {len(bridges)} bridges" if bridges else
+                                        "no bridge between the GPUs and their root complex")
+    return _check("acs_redirect", "fabric", ok, want, found,
+                  "ACS redirects peer-to-peer requests between the GPUs up to the root complex, where NCCL's P2P "
+                  "transfers hang or run at half speed: disable ACS on these bridges (the BIOS's ACS setting, or the "
+                  "collection's boot-time unit once the driver role has it; by hand: setpci -s BDF ECAP_ACS+0x6.w=0000)"
+                  + (". lspci could read no ACS without root: run verify with become." if unread else "."))
+
+
+def _smi_q_checks(expected, gpus, gpu_facts):
+    out = []
+    labels = [_gpu_label(gpu_facts, g["pci_bus_id"], i) for i, g in enumerate(gpus)]
+    floor = _int(expected.get("bar1_min_mib") or 0)
+    bar = [f"{lab}: {g.get('bar1_total_mib')} MiB" for lab, g in zip(labels, gpus)
+           if not isinstance(g.get("bar1_total_mib"), int) or g["bar1_total_mib"] < floor]
+    sizes = sorted({g.get("bar1_total_mib") for g in gpus if isinstance(g.get("bar1_total_mib"), int)})
+    out.append(_check("bar1", "fabric", not bar, f"BAR1 total of at least {floor} MiB on every GPU",
+                      "; ".join(bar) or f"{', '.join(str(s) for s in sizes)} MiB on every GPU",
+                      "The GPU's BAR1 cannot map its memory: enable Resizable BAR and Above 4G Decoding in the BIOS "
+                      "(and keep the VBIOS's resizable BAR), then reboot; P2P and GPUDirect go through BAR1."))
+    narrow = [f"{lab}: x{g.get('pcie_width_current')} of x{g.get('pcie_width_max')}" for lab, g in zip(labels, gpus)
+              if g.get("pcie_width_current") is None or g.get("pcie_width_current") != g.get("pcie_width_max")]
+    widths = sorted({g.get("pcie_width_current") for g in gpus if g.get("pcie_width_current")})
+    out.append(_check("pcie_link_width", "fabric", not narrow, "every GPU's link at its maximum width",
+                      "; ".join(narrow) or f"x{', x'.join(str(w) for w in widths)} on every GPU",
+                      "A link trained narrower than the card and slot allow (a riser, a cable, a slot wired or set "
+                      "in the BIOS for fewer lanes, or a failing link): reseat the card and its cables, check the "
+                      "slot's bifurcation setting, and reboot; the listed GPU moves every byte at that fraction."))
+    capped = []
+    for lab, g in zip(labels, gpus):
+        dev = g.get("pcie_gen_device_max") or g.get("pcie_gen_max")
+        if g.get("pcie_gen_max") is None or dev is None or g["pcie_gen_max"] < dev:
+            capped.append(f"{lab}: link max Gen{g.get('pcie_gen_max')} (device Gen{g.get('pcie_gen_device_max')}, "
+                          f"host Gen{g.get('pcie_gen_host_max')})")
+    states = sorted({(g.get("pcie_gen_max"), g.get("pcie_gen_current"), g.get("performance_state")) for g in gpus},
+                    key=str)
+    gens = (f"Gen{states[0][0]} on every GPU (now Gen{states[0][1]}, {states[0][2]})" if len(states) == 1 else
+            "; ".join(f"{lab} Gen{g.get('pcie_gen_max')} (now Gen{g.get('pcie_gen_current')}, "
+                      f"{g.get('performance_state')})" for lab, g in zip(labels, gpus)))
+    out.append(_check("pcie_link_generation", "fabric", not capped,
+                      "every GPU's link able to run at the card's own maximum generation (an idle GPU's current "
+                      "generation drops to save power and is reported, not judged)",
+                      "; ".join(capped) or gens,
+                      "The slot or the BIOS caps the link below the card's generation (a PCIe speed set in the "
+                      "BIOS, a riser or retimer of an older generation): set the slot to Auto or Gen5 and reboot."))
+    mig = [f"{lab}: {g.get('mig_current')}" for lab, g in zip(labels, gpus)
+           if g.get("mig_current") not in (None, "Disabled")]
+    out.append(_check("mig_mode", "fabric", not mig, "MIG Disabled (or not supported) on every GPU",
+                      "; ".join(mig) or "Disabled or N/A on every GPU",
+                      "MIG splits the GPU into instances that NCCL and the server cannot use whole: nvidia-smi -i "
+                      "INDEX -mig 0, then reset the GPU or reboot."))
+    bad, said = [], []
+    for lab, g in zip(labels, gpus):
+        said.append(f"{lab}: ECC {g.get('ecc_current') or 'N/A'}"
+                    + (f" (pending {g['ecc_pending']})" if g.get("ecc_pending") not in (None, g.get("ecc_current"))
+                       else "")
+                    + f", retired pages SBE {g.get('retired_sbe') or 'N/A'} DBE {g.get('retired_dbe') or 'N/A'}"
+                    + f", remapped rows correctable {g.get('remapped_correctable') or 'N/A'} uncorrectable "
+                      f"{g.get('remapped_uncorrectable') or 'N/A'}")
+        why = [what for key, what in (("retired_pending", "a page pending retirement"),
+                                      ("remapped_pending", "a row pending remapping"),
+                                      ("remapped_failure", "a row remapping failed"))
+               if str(g.get(key) or "").lower() == "yes"]
+        if why:
+            bad.append(f"{lab}: {', '.join(why)}")
+    out.append(_check("ecc", "fabric", not bad, "no page pending retirement, no row pending remapping, no remapping "
+                      "failure (ECC state, retired pages and remapped rows reported)",
+                      "; ".join(bad + said) if bad else "; ".join(said),
+                      "A pending retirement or remapping takes effect at the GPU's next reset: drain the host, reset "
+                      "the GPU (nvidia-smi -r -i INDEX) or reboot; a remapping failure means the card is out of spare "
+                      "rows: replace it."))
+    return out
+
+
+def _p2p(fab, gpu_facts):
+    matrix = fab.get("p2p")
+    if matrix is None:
+        return _check("p2p_matrix", "fabric", False, "OK between every pair of GPUs (nvidia-smi topo -p2p r)",
+                      "; ".join(e for e in fab.get("errors") or [] if "topo" in e) or "not read",
+                      "nvidia-smi topo -p2p r did not answer: see the gpu group's checks.")
+    by_index = {f"GPU{g.get('index')}": g.get("pci_bus_id") for g in gpu_facts.get("gpus") or []}
+    bad = [f"GPU {a[3:]} ({by_index.get(a, '?')}) -> GPU {b[3:]} ({by_index.get(b, '?')}): {status}"
+           for (a, b), status in sorted(matrix["pairs"].items()) if status != "OK"]
+    n = len(matrix["gpus"])
+    return _check("p2p_matrix", "fabric", not bad, "OK between every pair of GPUs (nvidia-smi topo -p2p r)",
+                  "; ".join(bad) or (f"OK between all {n * (n - 1)} ordered pairs of {n} GPUs" if n > 1 else
+                                     "one GPU: no pair"),
+                  "The driver refuses peer-to-peer reads between these GPUs (CNS: chipset, GNS: GPU, TNS: topology, "
+                  "NS: not supported, DR: disabled by a registry key): check the IOMMU mode, ACS and the BIOS's "
+                  "PCIe settings; NCCL then falls back to copies through host memory.")
+
+
+def _xid(expected, fab, gpus, gpu_facts):
+    """Xids since boot: those of a fallen or broken card fail the host; the others are reported."""
+    fatal = {_int(x) for x in expected.get("xid_fatal") or []}
+    xids = fab.get("xids") or []
+    source = fab.get("xid_source")
+    action = [f"{_gpu_label(gpu_facts, g['pci_bus_id'], i)}: recovery action {g['recovery_action']}"
+              for i, g in enumerate(gpus) if g.get("recovery_action")]
+    if source is None and not xids:
+        return _check("xid", "fabric", False, "no Xid of a fallen card since boot", "; ".join(
+            e for e in fab.get("errors") or [] if "dmesg" in e or "journalctl" in e) or "kernel log not read",
+            "The kernel log could not be read: run verify as root (dmesg_restrict).")
+    seen = {}
+    for x in xids:
+        key = (x["xid"], x["pci"])
+        seen.setdefault(key, [0, x["text"]])[0] += 1
+    said = [f"Xid {xid} on {_gpu_label(gpu_facts, pci)} x{n}: {text[:120]}" for (xid, pci), (n, text) in seen.items()]
+    bad = [s for s, (xid, _pci) in zip(said, seen) if xid in fatal] + action
+    total = fab.get("xid_count", len(xids))
+    ok = not bad
+    found = ("; ".join(bad) if bad else "; ".join(said) or "none") + f" ({total} Xid lines in {source or 'the log'})"
+    return _check("xid", "fabric", ok, f"no Xid of a fallen or broken card since boot ({', '.join(str(x) for x in sorted(fatal))}), "
+                  "no recovery action pending; other Xids reported",
+                  found,
+                  "A GPU fell off the bus or its memory or firmware failed: drain the host, read the kernel log "
+                  "(journalctl -k -b | grep -A5 Xid), reboot; if it comes back, reseat the card and check its power "
+                  "cables, temperature and the PSU (Xid 79 at high power and temperature), or replace it.")
+
+
 def judge_text(text, finish_reason):
     """Whether a completion is non-empty, finished and readable text rather than garbage."""
     if not isinstance(text, str) or not text.strip():
@@ -288,6 +524,8 @@ def judge(expected, found, groups=STACK_GROUPS):
         checks += _service(expected, found)
     if "model" in groups:
         checks += _model(expected, found.get("model"))
+    if "fabric" in groups:
+        checks += _fabric(expected.get("fabric") or {}, found.get("fabric"), found.get("gpu") or {})
     return checks
 
 

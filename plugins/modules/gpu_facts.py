@@ -44,6 +44,40 @@ options:
       - Also ask this C(nvcc) its release and build (RV(nvcc)), in the same round trip.
     type: path
     version_added: 0.4.0
+  fabric:
+    description:
+      - Also read, in the same round trip, what the PCIe fabric between the GPUs and their health look like (RV(fabric)),
+        the kernel command line (O(proc_cmdline_path)), the module parameters O(module_params), every GPU's
+        C(nvidia-smi -q) (BAR1, PCIe link, MIG, ECC, retired pages and remapped rows, recovery action),
+        C(nvidia-smi topo -p2p r), the ACS control bits of each PCIe bridge between a GPU and its root port
+        (C(lspci -vvv -s BDF) of each bridge on the real path of the GPU's sysfs directory; no other device is
+        read), each GPU's IOMMU group type, and the driver's Xids in the kernel log since boot
+        (C(journalctl -k -b), else C(dmesg)).
+      - Read-only. lspci and the kernel log need root for all they say, and without it RV(fabric) says what could
+        not be read.
+    type: bool
+    default: false
+    version_added: 0.5.0
+  module_params:
+    description: With O(fabric), the kernel module parameters to read, each C(MODULE.PARAMETER).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
+  proc_cmdline_path:
+    description: With O(fabric), where the kernel's command line is read.
+    type: path
+    default: /proc/cmdline
+    version_added: 0.5.0
+  sysfs_module_path:
+    description: With O(fabric), where the loaded modules' parameters are (C(MODULE/parameters/PARAMETER)).
+    type: path
+    default: /sys/module
+    version_added: 0.5.0
+  lspci:
+    description: With O(fabric), the lspci to run; by default the one on the PATH (or C(/usr/bin/lspci)).
+    type: path
+    version_added: 0.5.0
 attributes:
   check_mode:
     description: Can run in check mode and return the same result as without it.
@@ -162,6 +196,20 @@ nvcc:
   returned: when O(nvcc) is given
   type: dict
   sample: {release: "13.0", version: 13.0.88}
+fabric:
+  description:
+    - What the PCIe fabric and the GPUs' health look like, with O(fabric); C(blackwell.serving.stack_checks) judges it
+      (group C(fabric)).
+    - C(cmdline) the kernel's command line; C(module_params) each asked parameter's value (null where the module is
+      not loaded); C(gpus) one record per GPU from C(nvidia-smi -q) (C(bar1_total_mib), C(pcie_gen_max),
+      C(pcie_gen_current), C(pcie_gen_device_max), C(pcie_gen_host_max), C(pcie_width_max), C(pcie_width_current),
+      C(mig_current), C(ecc_current), retired pages, remapped rows, C(recovery_action)); C(paths) the bridges above
+      each NVIDIA display device on the bus, root port first; C(bridges) each such bridge's ACS (C(acs), C(readable),
+      C(ctl)); C(iommu_groups) each GPU's IOMMU group type; C(p2p) the C(topo -p2p r) matrix; C(xids) the Xids of
+      the kernel log since boot and C(xid_source) where they were read; C(errors) what could not be read.
+  returned: when O(fabric) is true
+  type: dict
+  sample: {cmdline: "BOOT_IMAGE=/vmlinuz ro iommu=pt", module_params: {nvidia_uvm.uvm_disable_hmm: "Y"}, xids: []}
 """
 
 import os
@@ -169,7 +217,11 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.serving.plugins.module_utils import nvidia
+from ansible_collections.blackwell.serving.plugins.module_utils import fabric, nvidia
+
+# at most this many Xid lines are returned (the first ones and the last ones): a card that keeps failing logs
+# thousands, and the report needs which and where, not each
+MAX_XIDS = 100
 
 
 def read_pci(path):
@@ -221,6 +273,84 @@ def gather(module):
     return facts
 
 
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _kernel_log(module):
+    """The kernel's messages since boot: the journal's (which keeps what the ring buffer has dropped), else dmesg."""
+    journalctl = shutil.which("journalctl")
+    if journalctl:
+        rc, out, err = module.run_command([journalctl, "-k", "-b", "--no-pager", "-q"])
+        if rc == 0 and out.strip():
+            return out, "journalctl -k -b", None
+    dmesg = shutil.which("dmesg")
+    if not dmesg:
+        return "", None, "neither journalctl nor dmesg could be read"
+    rc, out, err = module.run_command([dmesg])
+    if rc != 0:
+        return "", None, f"dmesg: {(err or out).strip()} (rc={rc})"
+    return out, "dmesg", None
+
+
+def gather_fabric(module, facts, smi):
+    """What the fabric checks read (gpu_facts' option fabric); nothing is written anywhere."""
+    p = module.params
+    errors = []
+    cmdline = _read(p["proc_cmdline_path"])
+    if cmdline is None:
+        errors.append(f"{p['proc_cmdline_path']} could not be read")
+    params = {}
+    for name in p["module_params"]:
+        mod, _sep, param = name.partition(".")
+        params[name] = fabric.module_param_value(_read(os.path.join(p["sysfs_module_path"], mod, "parameters", param)))
+    out = {"cmdline": cmdline.strip() if cmdline else cmdline, "module_params": params, "gpus": [], "paths": {},
+           "bridges": {}, "iommu_groups": {}, "p2p": None, "xids": [], "xid_count": 0, "xid_source": None,
+           "errors": errors}
+    if facts["state"] == "ok":
+        rc, text, err = module.run_command([smi, "-q"])
+        if rc == 0:
+            out["gpus"] = fabric.smi_q_fabric(text)
+        else:
+            errors.append(f"nvidia-smi -q: {(err or text).strip()} (rc={rc})")
+        rc, text, err = module.run_command([smi, "topo", "-p2p", "r"])
+        out["p2p"] = fabric.parse_p2p_matrix(text) if rc == 0 else None
+        if out["p2p"] is None:
+            errors.append(f"nvidia-smi topo -p2p r: {(err or text).strip()[:300]} (rc={rc})")
+    # the PCIe path of each NVIDIA display device on the bus (also one the driver lost): the bridges above it, from
+    # the real path of its sysfs directory; only those bridges are read
+    lspci = p["lspci"] or shutil.which("lspci") or "/usr/bin/lspci"
+    for dev in facts["pci_devices"]:
+        addr = dev["pci_bus_id"]
+        path = os.path.realpath(os.path.join(p["sysfs_pci_path"], addr))
+        out["paths"][addr] = fabric.bridges_on_path(path)
+        kind = _read(os.path.join(p["sysfs_pci_path"], addr, "iommu_group", "type"))
+        out["iommu_groups"][addr] = kind.strip() if kind else None
+        for bdf in out["paths"][addr]:
+            if bdf in out["bridges"]:
+                continue
+            if not os.path.exists(lspci):
+                out["bridges"][bdf] = {"bdf": bdf, "error": f"{lspci} not found (package pciutils)"}
+                continue
+            rc, text, err = module.run_command([lspci, "-vvv", "-s", bdf])
+            if rc != 0 or not text.strip():
+                out["bridges"][bdf] = {"bdf": bdf, "error": f"lspci -vvv -s {bdf}: {(err or text).strip()} (rc={rc})"}
+                continue
+            out["bridges"][bdf] = dict(fabric.parse_lspci_acs(text), bdf=bdf)
+    log, source, error = _kernel_log(module)
+    xids = fabric.parse_xids(log)
+    out["xid_count"] = len(xids)
+    out["xids"] = xids if len(xids) <= MAX_XIDS else xids[:MAX_XIDS // 2] + xids[-MAX_XIDS // 2:]
+    out["xid_source"] = source
+    if error:
+        errors.append(error)
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -230,6 +360,11 @@ def main():
             kernel_modules=dict(type="bool", default=False),
             kernel_modules_root=dict(type="path", default="/lib/modules"),
             nvcc=dict(type="path"),
+            fabric=dict(type="bool", default=False),
+            module_params=dict(type="list", elements="str", default=[]),
+            proc_cmdline_path=dict(type="path", default="/proc/cmdline"),
+            sysfs_module_path=dict(type="path", default="/sys/module"),
+            lspci=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -242,7 +377,11 @@ def main():
     if nvcc:
         out = module.run_command([nvcc, "--version"])[1] if os.path.exists(nvcc) else ""
         extra["nvcc"] = nvidia.parse_nvcc_version(out)
-    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module)}, **extra)
+    facts = gather(module)
+    if module.params["fabric"]:
+        smi = module.params["nvidia_smi"] or shutil.which("nvidia-smi") or "/usr/bin/nvidia-smi"
+        extra["fabric"] = gather_fabric(module, facts, smi)
+    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": facts}, **extra)
 
 
 if __name__ == "__main__":
