@@ -12,6 +12,7 @@ module and this library differ ("Driver/library version mismatch").
 The captures hold per-GPU UUIDs and bus ids of GPU 0 only; those of GPUs 1-7
 are derived from GPU 0's (marked in the data as synthesized).
 """
+import json
 import os
 import re
 import subprocess
@@ -143,6 +144,19 @@ def set_power_limit(value, records):
     print("All done.")
 
 
+# The stand-in hardware's state (the lab image's PCI stand-in, /usr/lib/lab-standin/pci.py): a link a test narrowed
+PCI_STATE = os.environ.get("LAB_STANDIN_PCI_STATE", "/run/lab-standin-pci.json")
+
+
+def link_widths():
+    """{pci bus id (0000:01:00.0): trained width} of the links the stand-in hardware narrowed."""
+    try:
+        with open(PCI_STATE) as f:
+            return {k: int(v) for k, v in json.load(f).get("width", {}).items()}
+    except (OSError, ValueError):
+        return {}
+
+
 def die(msg, rc):
     print(msg)
     sys.exit(rc)
@@ -182,6 +196,9 @@ def main(argv):
             g = g.replace(gpus(loaded)[0]["pci.bus_id"], r["pci.bus_id"], 1)
             g = re.sub(r"(Minor Number\s*:\s*)\d+", r"\g<1>" + r["index"], g)
             g = re.sub(r"(Persistence Mode\s*:\s*)\S+", r"\g<1>" + r["persistence_mode"], g)
+            width = link_widths().get("0000:" + r["pci.bus_id"].split(":", 1)[1].lower())
+            if width:
+                g = re.sub(r"(Link Width\n\s*Max\s*:\s*\S+\n\s*Current\s*:\s*)\d+x", r"\g<1>%dx" % width, g)
             blocks.append("GPU " + r["pci.bus_id"] + g[g.index("\n"):])
         print(head + "\n" + "\n".join(blocks), end="")
     elif argv[:1] == ["-pl"] or argv[:1] and argv[0].startswith("--power-limit="):

@@ -91,6 +91,22 @@ def bridges_on_path(device_path):
     return parts[:-1]
 
 
+def parse_lspci_paths(text):
+    """``lspci -D -PP -n -d 10de:``: {device BDF: [the bridges above it, from the root port down]} for each display
+    device (class 0300 or 0302). lspci names the first hop with its domain (0000:00:01.1/01:00.0/02:03.0/06:00.0),
+    the others without; all are given with it here."""
+    out = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) < 2 or fields[1].rstrip(":") not in ("0300", "0302"):
+            continue
+        hops = fields[0].split("/")
+        domain = hops[0].split(":", 1)[0] if hops[0].count(":") == 2 else "0000"
+        full = [h if h.count(":") == 2 else f"{domain}:{h}" for h in hops]
+        out[full[-1]] = full[:-1]
+    return out
+
+
 def parse_lspci_acs(text):
     """``lspci -vvv -s BDF`` of one device: its ACS capability and control bits.
 

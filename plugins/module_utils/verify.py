@@ -366,15 +366,15 @@ def _acs(expected, fab, gpu_facts):
                 if on:
                     bad.append(f"{label}: bridge {bdf} ACSCtl {' '.join(bit + '+' for bit in on)}")
     if not paths:
-        return _check("acs_redirect", "fabric", False, want, "no NVIDIA GPU on the PCI bus (sysfs)",
-                      "No GPU was found in /sys/bus/pci/devices: see the gpu group's checks.")
+        return _check("acs_redirect", "fabric", False, want, "no NVIDIA GPU on the PCI bus (lspci, sysfs)",
+                      "No GPU was found on the PCI bus: see the gpu group's checks (and that pciutils is installed).")
     ok = not bad and not unread
     found = "; ".join(bad + unread) or (f"off on all {len(bridges)} bridges" if bridges else
                                         "no bridge between the GPUs and their root complex")
     return _check("acs_redirect", "fabric", ok, want, found,
                   "ACS redirects peer-to-peer requests between the GPUs up to the root complex, where NCCL's P2P "
-                  "transfers hang or run at half speed: disable ACS on these bridges (the BIOS's ACS setting, or the "
-                  "collection's boot-time unit once the driver role has it; by hand: setpci -s BDF ECAP_ACS+0x6.w=0000)"
+                  "transfers hang or run at half speed: run site.yml (nvidia_driver_pcie_acs_off: the boot unit "
+                  "blackwell-pcie-acs.service clears them, now and at every boot), or turn ACS off in the BIOS"
                   + (". lspci could read no ACS without root: run verify with become." if unread else "."))
 
 

@@ -321,13 +321,22 @@ def gather_fabric(module, facts, smi):
         out["p2p"] = fabric.parse_p2p_matrix(text) if rc == 0 else None
         if out["p2p"] is None:
             errors.append(f"nvidia-smi topo -p2p r: {(err or text).strip()[:300]} (rc={rc})")
-    # the PCIe path of each NVIDIA display device on the bus (also one the driver lost): the bridges above it, from
-    # the real path of its sysfs directory; only those bridges are read
+    # the PCIe path of each NVIDIA display device on the bus (also one the driver lost): the bridges above it, as
+    # lspci names them (-PP, the path through each bridge; the driver role's ACS unit reads the same), else from the
+    # real path of its sysfs directory; only those bridges are read
     lspci = p["lspci"] or shutil.which("lspci") or "/usr/bin/lspci"
-    for dev in facts["pci_devices"]:
-        addr = dev["pci_bus_id"]
-        path = os.path.realpath(os.path.join(p["sysfs_pci_path"], addr))
-        out["paths"][addr] = fabric.bridges_on_path(path)
+    paths = None
+    if os.path.exists(lspci):
+        rc, text, err = module.run_command([lspci, "-D", "-PP", "-n", "-d", "10de:"])
+        if rc == 0:
+            paths = fabric.parse_lspci_paths(text)
+        else:
+            errors.append(f"lspci -D -PP -n -d 10de: {(err or text).strip()} (rc={rc})")
+    if paths is None:
+        paths = {dev["pci_bus_id"]: fabric.bridges_on_path(
+            os.path.realpath(os.path.join(p["sysfs_pci_path"], dev["pci_bus_id"]))) for dev in facts["pci_devices"]}
+    for addr in sorted(paths):
+        out["paths"][addr] = paths[addr]
         kind = _read(os.path.join(p["sysfs_pci_path"], addr, "iommu_group", "type"))
         out["iommu_groups"][addr] = kind.strip() if kind else None
         for bdf in out["paths"][addr]:

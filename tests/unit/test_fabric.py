@@ -178,7 +178,7 @@ def test_acs_redirect_on_a_switch_port_fails_naming_the_gpu_and_the_bridge():
     got = checks(expected(), asus_found(lspci={"0000:02:03.0": text}))
     assert not got["acs_redirect"]["ok"]
     assert got["acs_redirect"]["found"] == "GPU 0 (00000000:06:00.0): bridge 0000:02:03.0 ACSCtl ReqRedir+ CmpltRedir+"
-    assert "setpci" in got["acs_redirect"]["hint"]
+    assert "blackwell-pcie-acs.service" in got["acs_redirect"]["hint"]
     # bits left out of verify_fabric_acs_off are not judged (SrcValid+ stays on in the community's own fix)
     assert checks(expected(acs_off=["EgressCtrl"]), asus_found(lspci={"0000:02:03.0": text}))["acs_redirect"]["ok"]
 
@@ -268,6 +268,13 @@ def test_not_gathered_and_unanswered():
 
 # --- gpu_facts gathers it in one call, reading only the GPUs' bridges
 
+def test_lspci_paths_name_each_gpus_bridges_with_their_domain():
+    text = ("0000:00:01.1/01:00.0/02:03.0/06:00.0 0302: 10de:2bb5 (rev a1)\n"
+            "0000:80:01.1/81:00.0 0300: 10de:2bb5 (rev a1)\n0000:00:01.1/01:00.0/02:03.1/07:00.1 0403: 10de:22e8\n")
+    assert fabric.parse_lspci_paths(text) == {"0000:06:00.0": ["0000:00:01.1", "0000:01:00.0", "0000:02:03.0"],
+                                              "0000:81:00.0": ["0000:80:01.1"]}
+
+
 def test_gpu_facts_gathers_the_fabric_reading_only_the_bridges_on_the_gpus_paths(tmp_path):
     from modrun import run_module
     bin_ = tmp_path / "bin"
@@ -283,7 +290,11 @@ def test_gpu_facts_gathers_the_fabric_reading_only_the_bridges_on_the_gpus_paths
         f"  'topo -p2p r') cat '{H100 / 'topo-p2p-r.txt'}' ;;\n"
         "  *) exit 2 ;;\nesac\n")
     lspci = bin_ / "lspci"
-    lspci.write_text("#!/bin/sh\necho \"$3\" >> '" + str(asked) + "'\ncase \"$3\" in\n"
+    # lspci -PP names the GPU's path as the real one does; -vvv -s <bridge> answers with the captures
+    lspci.write_text("#!/bin/sh\nif [ \"$*\" = '-D -PP -n -d 10de:' ]; then\n"
+                     "  echo '0000:00:01.1/01:00.0/02:03.0/06:00.0 0302: 10de:2bb5 (rev a1)'\n"
+                     "  echo '0000:00:03.1/09:00.0 0108: 144d:a80a'\n  exit 0\nfi\n"
+                     "echo \"$3\" >> '" + str(asked) + "'\ncase \"$3\" in\n"
                      + "".join(f"  {bdf}) cat '{ASUS / name}' ;;\n" for bdf, name in LSPCI.items())
                      + "  *) exit 1 ;;\nesac\n")
     dmesg = bin_ / "dmesg"

@@ -1,5 +1,6 @@
 """The stand-in nvidia-smi replays the real RTX PRO 6000 captures, and fails like the real one."""
 import os
+import re
 import subprocess
 import sys
 
@@ -96,3 +97,14 @@ def test_power_limit_is_set_within_the_cards_range_and_kept(tmp_path, monkeypatc
     assert (tmp_path / "limit").read_text() == "300.00\n"
     low = smi(tmp_path, "-pl", "200")
     assert low.returncode == 2 and "should be between 300.00 W and 600.00 W" in low.stdout
+
+
+def test_a_link_the_stand_in_hardware_narrowed_shows_in_q(tmp_path, monkeypatch):
+    # the lab's PCI stand-in keeps a narrowed link's width (by bus id); -q shows it for that GPU only
+    state = tmp_path / "pci.json"
+    state.write_text('{"width": {"0000:11:00.0": 8}}')
+    monkeypatch.setenv("LAB_STANDIN_PCI_STATE", str(state))
+    out = smi(tmp_path, "-q").stdout
+    blocks = {b.split("\n", 1)[0]: b for b in out.split("\nGPU ")[1:]}
+    assert re.search(r"Link Width\n\s+Max\s+: 16x\n\s+Current\s+: 8x", blocks["00000000:11:00.0"])
+    assert re.search(r"Link Width\n\s+Max\s+: 16x\n\s+Current\s+: 16x", blocks["00000000:01:00.0"])

@@ -77,6 +77,9 @@ def test_the_roles_acs_program_clears_redirection_above_every_gpu_once_and_nothi
         mode: "0755"
 """, {})
     before = acs_controls(tools)
+    checked = run(tools, str(program), "--check")
+    assert checked.returncode == 1 and checked.stdout.strip().endswith("8 bridge(s) to change")
+    assert acs_controls(tools) == before
     first = run(tools, str(program))
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().endswith("8 NVIDIA GPU(s); 8 bridge(s) changed")
@@ -89,3 +92,4 @@ def test_the_roles_acs_program_clears_redirection_above_every_gpu_once_and_nothi
     assert after["0000:c0:01.1"] == before["0000:c0:01.1"] and "ReqRedir+" in before["0000:c0:01.1"]
     again = run(tools, str(program))
     assert again.stdout.strip() == "8 NVIDIA GPU(s); 0 bridge(s) changed"
+    assert run(tools, str(program), "--check").returncode == 0
