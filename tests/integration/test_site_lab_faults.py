@@ -1,5 +1,6 @@
 """Faults injected into a converged lab host (issue 19): a run killed at each step of the service's deploy
 sequence is finished by the next one. Runs after test_site_lab.py, on the host that test converged."""
+import json
 import os
 import subprocess
 import time
@@ -174,6 +175,7 @@ def test_no_secret_in_any_log_after_a_converge_and_a_verify(converged, tmp_path)
 # --- corrupt weights fail verify, naming the file
 def flip_byte_keeping_mtime(path, offset=4096):
     on_host("python3", "-c", f"""
+import json
 import os
 p = {path!r}
 st = os.stat(p)
@@ -468,3 +470,70 @@ def test_a_running_kernel_without_headers_stops_before_any_change_naming_it(conv
         subprocess.run(["docker", "exec", hosts.container(HOST), "sh", "-c",
                         "cd / && tar -xf /tmp/headers-backup.tar && rm -f /tmp/headers-backup.tar"], check=True)
     assert on_host("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", package).strip() == "ii"
+
+
+# --- the PCIe fabric (issue 34): what the driver role applies, and what verify's fabric group reads, through the lab's
+# stand-ins (the boot loader's command line, /sys/module, lspci and setpci, nvidia-smi -q, the kernel's messages)
+FABRIC_CHECKS = ["iommu_mode", "kernel_arg pcie_aspm", "kernel_arg pcie_port_pm",
+                 "module_param nvidia_uvm.uvm_disable_hmm", "acs_redirect", "pcie_link_width", "xid"]
+
+
+def fabric_report(tmp_path):
+    proc = playbook(VERIFY, "-e", f"verify_report_dir={tmp_path}", "-e", '{"verify_checks": ["fabric"]}')
+    report = json.loads((tmp_path / f"{HOST}.json").read_text())
+    return proc, {c["name"]: c for c in report["checks"]}
+
+
+@needs_lab
+def test_the_fabric_the_driver_applied_passes_verify(converged, tmp_path):
+    # converged and rebooted: the command line, the module parameter and ACS are what the role set
+    assert "iommu=pt" in on_host("cat", "/proc/cmdline") and "pcie_aspm=off" in on_host("cat", "/proc/cmdline")
+    _, checks = fabric_report(tmp_path)
+    assert all(checks[name]["ok"] for name in FABRIC_CHECKS), {n: checks[n] for n in FABRIC_CHECKS}
+    assert on_host("systemctl", "is-enabled", "blackwell-pcie-acs.service").strip() == "enabled"
+
+
+@needs_lab
+def test_acs_redirect_on_a_bridge_fails_verify_naming_the_gpu_and_site_clears_it(converged, tmp_path):
+    on_host("setpci", "-s", "0000:10:01.1", "ECAP_ACS+6.w=001d")
+    proc, checks = fabric_report(tmp_path)
+    assert proc.returncode != 0 and not checks["acs_redirect"]["ok"]
+    assert checks["acs_redirect"]["found"] == "GPU 1 (00000000:11:00.0): bridge 0000:10:01.1 ACSCtl ReqRedir+ CmpltRedir+"
+    site = playbook(SITE)
+    assert site.returncode == 0 and recap(site.stdout)[HOST]["changed"] > 0
+    assert on_host("setpci", "-s", "0000:10:01.1", "ECAP_ACS+6.w").strip() == "0011"
+    _, checks = fabric_report(tmp_path)
+    assert checks["acs_redirect"]["ok"], checks["acs_redirect"]
+    assert recap(playbook(SITE).stdout)[HOST]["changed"] == 0
+
+
+@needs_lab
+def test_a_narrowed_link_fails_verify_naming_the_gpu(converged, tmp_path):
+    on_host("python3", "-c", "import sys; sys.path.insert(0, '/usr/lib/lab-standin'); import json, pci; "
+                             "s = pci._load(); s.setdefault('width', {})['0000:31:00.0'] = 8; "
+                             "open(pci.STATE, 'w').write(json.dumps(s))")
+    try:
+        proc, checks = fabric_report(tmp_path)
+        assert proc.returncode != 0 and not checks["pcie_link_width"]["ok"]
+        assert checks["pcie_link_width"]["found"] == "GPU 3 (00000000:31:00.0): x8 of x16"
+        # nothing the role can apply: site.yml leaves it failing
+        assert playbook(SITE).returncode == 0
+        assert not fabric_report(tmp_path)[1]["pcie_link_width"]["ok"]
+    finally:
+        on_host("python3", "-c", "import sys; sys.path.insert(0, '/usr/lib/lab-standin'); import json, pci; "
+                                 "s = pci._load(); s.get('width', {}).pop('0000:31:00.0', None); "
+                                 "open(pci.STATE, 'w').write(json.dumps(s))")
+    assert fabric_report(tmp_path)[1]["pcie_link_width"]["ok"]
+
+
+@needs_lab
+def test_a_fallen_card_in_the_kernel_log_fails_verify_naming_the_gpu(converged, tmp_path):
+    xid = "[ 8812.123456] NVRM: Xid (PCI:0000:81:00): 79, pid=2291, name=python3, GPU has fallen off the bus.\n"
+    on_host("sh", "-c", f"printf '%s' '{xid}' >> /run/lab-standin-kmsg")
+    try:
+        proc, checks = fabric_report(tmp_path)
+        assert proc.returncode != 0 and not checks["xid"]["ok"]
+        assert "GPU 4 (00000000:81:00.0)" in checks["xid"]["found"] and "79" in checks["xid"]["found"]
+    finally:
+        on_host("rm", "-f", "/run/lab-standin-kmsg")
+    assert fabric_report(tmp_path)[1]["xid"]["ok"]
