@@ -14,21 +14,26 @@ from conftest import REPO, run_local_playbook
 ROLE = REPO / "roles" / "nvidia_driver"
 KERNEL = os.uname().release
 
-PLAYBOOK = f"""
+def headers_playbook(vars_file, tasks_from):
+    """The role's headers tasks on this machine, with a platform's vars; what they decided, written to {{ out }}."""
+    return f"""
 - hosts: localhost
   gather_facts: true
   gather_subset: [min]
   tasks:
-    - ansible.builtin.include_vars: {ROLE / "vars" / "Debian_12.yml"}
+    - ansible.builtin.include_vars: {ROLE / "vars" / vars_file}
     - ansible.builtin.include_role:
         name: blackwell.serving.nvidia_driver
-        tasks_from: headers-debian
+        tasks_from: {tasks_from}
         public: true
     - ansible.builtin.copy:
         dest: "{{{{ out }}}}"
         mode: "0644"
         content: "{{{{ {{'state': __nvidia_driver_running_headers, 'install': __nvidia_driver_headers}} | to_json }}}}"
 """
+
+
+PLAYBOOK = headers_playbook("Debian_12.yml", "headers")
 
 
 def entry(name, installed=None, candidate=None, source="http://deb.debian.org/debian bookworm/main amd64 Packages"):
@@ -86,3 +91,28 @@ def test_headers_gone_stop_before_any_change_naming_the_kernel(tmp_path, monkeyp
 def test_headers_gone_with_a_reboot_allowed_build_for_the_next_kernel_only(tmp_path, monkeypatch):
     got = play(tmp_path, monkeypatch, "gone", nvidia_driver_reboot=True)
     assert got == {"state": "gone", "install": [META]}
+
+
+# --- RHEL family: rpm says whether kernel-devel of the running kernel is installed, dnf whether a repository offers it
+# (its mirrors keep the newest kernels' only); the stop that follows is the one above, shared
+RHEL_PLAYBOOK = headers_playbook("RedHat.yml", "headers-redhat")
+
+
+@pytest.mark.parametrize("installed, offered, state", [(True, False, "installed"), (False, True, "offered"),
+                                                       (False, False, "gone")])
+def test_rhel_the_running_kernels_devel_is_asked_for_only_where_it_can_be_had(tmp_path, monkeypatch, installed,
+                                                                              offered, state):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    running = f"kernel-devel-{KERNEL}"
+    (bin_dir / "rpm").write_text(f"#!/bin/sh\n[ \"$2\" = {running} ] && {'exit 0' if installed else 'exit 1'}\nexit 1\n")
+    # dnf repoquery prints the packages an enabled repository offers, nothing (rc 0) when none does
+    (bin_dir / "dnf").write_text("#!/bin/sh\n" + (f"echo {running}-0:1.el9.x86_64\n" if offered else "") + "exit 0\n")
+    for tool in ("rpm", "dnf"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "out.json"
+    run_local_playbook(tmp_path, RHEL_PLAYBOOK, {"out": str(out)})
+    got = json.loads(out.read_text())
+    assert got["state"] == state
+    assert got["install"] == ["kernel-devel", "kernel-headers"] + ([] if state == "gone" else [running])
