@@ -283,8 +283,11 @@ def main():
         module.fail_json(msg=f"the NCCL all-reduce worker ({python}) exited {rc}: {exc}. {tail(err or out)}",
                          measured=False, rc=rc, stdout=tail(out, 8000), stderr=tail(err, 8000))
     if "error" in report or rc != 0:
-        module.fail_json(msg=f"the NCCL all-reduce check could not run with {python} (exit {rc}): "
-                             f"{report.get('error', 'no error reported')}",
+        error = str(report.get("error", "no error reported"))
+        hint = (" Is the NVIDIA driver loaded, and are all the GPUs there (nvidia-smi)? A driver installed in this "
+                "run is loaded by its reboot." if "GPU" in error or "CUDA" in error else "")
+        module.fail_json(msg=f"the NCCL all-reduce check could not run with {python} (exit {rc}): {error}.{hint} "
+                             "Nothing was changed.",
                          measured=False, rc=rc, stdout=tail(out, 8000), stderr=tail(err, 8000))
 
     world = int(report["world_size"])
