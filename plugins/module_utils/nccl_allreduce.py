@@ -1,7 +1,8 @@
 # Copyright: blackwell.serving contributors
 # Apache License 2.0 (see galaxy.yml)
 """The NCCL all-reduce check's arithmetic and judgement, free of Ansible: sizes, the worker's output, the
-bandwidths as nccl-tests defines them, the floor.
+bandwidths as nccl-tests defines them, the floor; and the run of the worker under a timeout that ends its whole
+process group (AnsibleModule.run_command has no timeout: a hung all-reduce would hang the play).
 
 nccl-tests (doc/PERFORMANCE.md): the algorithm bandwidth is the bytes of the buffer over the time of one
 operation, algbw = S / t; for an all-reduce over n ranks the bus bandwidth is busbw = algbw * 2(n-1)/n, the
@@ -12,7 +13,11 @@ With one rank the factor is 0: the bus bandwidth is 0 and no floor on it can be 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 
 MARKER = "BLACKWELL_NCCL_ALLREDUCE "
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
@@ -129,3 +134,37 @@ def summary(rows, world_size):
     return "; ".join(f"{r['size']}: busbw {r['busbw']:g} GB/s, algbw {r['algbw']:g} GB/s, {r['time_us']:g} us"
                      + (f" (floor {r['floor']:g})" if r["floor"] is not None else "") for r in rows) \
         + f" over {world_size} GPU(s)"
+
+
+def kill_group(proc, grace=5):
+    """End a process started in its own session and every process it started (they share its process group):
+    TERM, then KILL what is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # no process of the group is left
+            break
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    proc.wait()
+
+
+def run_with_timeout(argv, timeout, env=None, cwd=None, grace=5):
+    """Run argv in its own session: (rc, stdout, stderr, seconds, timed_out). Past timeout seconds its process
+    group is killed (kill_group) and what it printed until then is returned."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc, grace)
+        try:
+            out, err = proc.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:  # a process that left the group still holds the pipes
+            out, err = "", ""
+    return proc.returncode, out or "", err or "", time.monotonic() - start, timed_out

@@ -43,13 +43,13 @@ def rank_main(rank, world, config):
     for size in config["sizes"]:
         count = max(1, int(size) // ELEMENT_BYTES)
         buf = torch.zeros(count, dtype=torch.float32, device=device)
-        for _ in range(int(config["warmup"])):
+        for step in range(int(config["warmup"])):
             dist.all_reduce(buf)
         torch.cuda.synchronize(device)
         dist.barrier()
         torch.cuda.synchronize(device)
         start = time.perf_counter()
-        for _ in range(int(config["iterations"])):
+        for step in range(int(config["iterations"])):
             dist.all_reduce(buf)
         torch.cuda.synchronize(device)
         seconds = (time.perf_counter() - start) / int(config["iterations"])
@@ -98,4 +98,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main(sys.argv))

@@ -78,6 +78,7 @@ attributes:
       - Runs nothing in check mode and says so (RV(measured) false); the measurement occupies every GPU, and in
         check mode nothing has stopped the server that holds them.
     support: partial
+    details: In check mode no worker runs; RV(measured) is false and the message says so.
   diff_mode:
     description: Returns no diff; it changes nothing.
     support: none
@@ -174,30 +175,11 @@ elapsed:
 import inspect
 import json
 import os
-import signal
-import subprocess
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.serving.plugins.module_utils import nccl_allreduce as nar
 from ansible_collections.blackwell.serving.plugins.module_utils import nccl_worker
-
-KILL_GRACE = 5
-
-
-def kill_group(proc):
-    """End the worker and every process it started (they share its process group): TERM, then KILL what is left."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:  # no process of the group is left
-            break
-        try:
-            proc.wait(timeout=KILL_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-    proc.wait()
 
 
 def tail(text, limit=2000):
@@ -218,22 +200,9 @@ def run_worker(module, config, timeout, environment):
         json.dump(config, fh)
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in environment.items()})
-    start = time.monotonic()
-    # its own session, so that a hang is ended with every rank it spawned
-    proc = subprocess.Popen([module.params["python"], "-I", "-B", script, config_path], cwd=workdir, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=KILL_GRACE)
-        except subprocess.TimeoutExpired:  # a process that left the group still holds the pipes
-            out, err = "", ""
-    return proc.returncode, out or "", err or "", time.monotonic() - start, timed_out
+    # its own session, so that a hang is ended with every rank it spawned (module_utils: run_command has no timeout)
+    return nar.run_with_timeout([module.params["python"], "-I", "-B", script, config_path], timeout, env=env,
+                                cwd=workdir)
 
 
 def main():

@@ -4,7 +4,6 @@ either the real worker over a stand-in torch (tests/unit/fake_torch), or a scrip
 hangs. The report the worker printed on a real GPU (tests/fixtures/gpu/h100-device/nccl-allreduce) is read with
 the module's own parser."""
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -104,21 +103,26 @@ def test_the_report_is_the_last_marker_line_whatever_else_is_printed():
 
 # --- the real GPU's report --------------------------------------------------------------------------------------
 
-def test_the_h100_report_reads_with_the_modules_parser_and_one_gpu_judges_no_floor():
-    report = nar.parse_output((FIXTURE / "worker-stdout-1gpu.txt").read_text())
+@pytest.mark.parametrize("run, sizes", [("1gpu", [1, 64, 256]), ("1gpu-role-sizes", [1, 32, 256])])
+def test_the_h100_report_reads_with_the_modules_parser_and_one_gpu_judges_no_floor(run, sizes):
+    report = nar.parse_output((FIXTURE / f"worker-stdout-{run}.txt").read_text())
     assert report["world_size"] == 1
     assert report["nccl"] == "2.28.9" and report["torch"].startswith("2.11.0")
     assert report["devices"] == ["NVIDIA H100 80GB HBM3"]
-    assert "NVIDIA H100 80GB HBM3" in (FIXTURE / "nvidia-smi-L.txt").read_text()
     # the service's NCCL environment reached the worker
     assert report["nccl_environment"]["NCCL_P2P_LEVEL"] == "SYS"
-    floor = nar.floors([MiB, 64 * MiB, 256 * MiB], 15)
+    floor = nar.floors([s * MiB for s in sizes], 15)
     rows = nar.figures(report, floor)
-    assert [r["bytes"] for r in rows] == [MiB, 64 * MiB, 256 * MiB]
+    assert [r["bytes"] for r in rows] == [s * MiB for s in sizes]
     assert all(r["wrong"] == 0 and r["busbw"] == 0 and r["algbw"] > 0 and r["floor"] is None for r in rows)
     failures, notes = nar.judge(rows, 1, floor, "h100")
     assert failures == []
     assert len(notes) == 1 and "does not apply" in notes[0] and "15 GB/s at 256 MiB" in notes[0]
+
+
+def test_the_gpu_runs_were_on_an_h100():
+    for name in ("nvidia-smi-L.txt", "nvidia-smi-L-role-sizes.txt"):
+        assert (FIXTURE / name).read_text().startswith("GPU 0: NVIDIA H100 80GB HBM3")
 
 
 # --- the module, with the real worker over a stand-in torch -----------------------------------------------------
@@ -243,8 +247,8 @@ def test_the_worker_that_ran_on_the_gpu_is_this_worker_without_docstrings():
     source = (REPO / "plugins" / "module_utils" / "nccl_worker.py").read_text()
     tree = ast.parse(source)
     tree.body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    ran = (FIXTURE / "worker-ran.py.txt").read_text()
+    ran = (FIXTURE / "worker-ran-role-sizes.py.txt").read_text()
     if ast.dump(ast.parse(ran)) != ast.dump(tree):
         pytest.skip("the worker changed since it ran on the GPU: run it there again (tests/fixtures/gpu/h100-device/"
                     "nccl-allreduce/README.txt) and keep the new output beside this one")
-    assert Path(FIXTURE / "worker-stdout-1gpu.txt").read_text().startswith(nar.MARKER)
+    assert Path(FIXTURE / "worker-stdout-1gpu-role-sizes.txt").read_text().startswith(nar.MARKER)
