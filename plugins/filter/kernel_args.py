@@ -26,7 +26,7 @@ def kernel_args_missing(cmdline, wanted):
     else:
         seen = {}
         for word in str(cmdline or "").split():
-            key, _, value = word.partition("=")
+            key, _sep, value = word.partition("=")
             seen.setdefault(key, []).append(value)
     # the kernel takes the last of a key given twice
     return [f"{k}={v}" for k, v in (wanted or {}).items() if not seen.get(k) or seen[k][-1] != str(v)]
