@@ -35,6 +35,10 @@ DRIVER_VERSIONS = ["580.82.07", "580.95.05", "580.105.08", "590.48.01"]
 CUDA_RELEASES = [("12-8", "12.8.1", "12.8.93"), ("12-9", "12.9.0", "12.9.41"),
                  ("12-9", "12.9.1", "12.9.86"), ("13-0", "13.0.2", "13.0.88")]
 RTX_CAPTURES = paths.FIXTURES / "gpu" / "rtx-pro-6000-x8-real"
+# what the stand-in nvidia-smi takes from other real captures (see lab/standins/nvidia_smi.py): the sections the -q
+# capture lacks, from a complete one of the same card model, and the format of topo -p2p r
+SMI_EXTRA = {"completion-nvidia-smi-q.txt": paths.FIXTURES / "gpu" / "rtx-pro-6000-x8-asus-community" / "nvidia-smi-q.txt",
+             "format-topo-p2p-r.txt": paths.FIXTURES / "gpu" / "h100-device" / "captures" / "topo-p2p-r.txt"}
 STANDINS = paths.LAB_SRC / "standins"
 # The kernel module's source that the stand-in DKMS packages ship (a real module that does nothing)
 MODULE_SOURCE = STANDINS / "nvidia-module"
@@ -124,6 +128,8 @@ def driver_debs(ver: str) -> list[Deb]:
     smi_files = {"usr/bin/nvidia-smi": (smi.encode(), 0o755)}
     for cap in sorted(RTX_CAPTURES.iterdir()):
         smi_files[f"usr/share/lab-standin/nvidia-smi/{cap.name}"] = (cap.read_bytes(), 0o644)
+    for name, cap in SMI_EXTRA.items():
+        smi_files[f"usr/share/lab-standin/nvidia-smi/{name}"] = (cap.read_bytes(), 0o644)
     modprobe = (STANDINS / "nvidia_modprobe.py").read_text()
     module = lambda flavour: {
         "usr/lib/lab-standin/nvidia-kernel-module": (
@@ -444,7 +450,8 @@ def build(www: Path) -> Path:
     sources = [Path(__file__).read_bytes(), *[p.read_bytes() for p in sorted(STANDINS.glob("*.py"))],
                *[p.read_bytes() for p in sorted(MODULE_SOURCE.iterdir())],
                Path(elfstub.__file__).read_bytes(), elfstub.NEEDED.read_bytes(),
-               *[p.read_bytes() for p in sorted(RTX_CAPTURES.iterdir())]]
+               *[p.read_bytes() for p in sorted(RTX_CAPTURES.iterdir())],
+               *[p.read_bytes() for p in SMI_EXTRA.values()]]
     keyring = Keyring()
     keyring.ensure()
     key = digest([*sources, keyring.public_armored()])

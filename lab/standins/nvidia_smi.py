@@ -11,6 +11,13 @@ module and this library differ ("Driver/library version mismatch").
 
 The captures hold per-GPU UUIDs and bus ids of GPU 0 only; those of GPUs 1-7
 are derived from GPU 0's (marked in the data as synthesized).
+
+The capture of ``-q`` ends in its "Clocks Event Reasons" section: the sections
+after it (memory and BAR1, ECC, retired pages and remapped rows, ...) come from
+a complete capture of the same card model (COMPLETION: the community's 8x RTX
+PRO 6000 host, GPU 0), aligned to the first capture's columns. ``topo -p2p r``
+is the matrix of the captured format (one GPU's, the lent H100's) for the eight
+GPUs, every pair OK, as a host without ACS redirection shows it.
 """
 import json
 import os
@@ -19,6 +26,8 @@ import subprocess
 import sys
 
 DATA = os.environ.get("LAB_NVIDIA_SMI_DATA", "/usr/share/lab-standin/nvidia-smi")
+COMPLETION = os.environ.get("LAB_NVIDIA_SMI_COMPLETION", os.path.join(DATA, "completion-nvidia-smi-q.txt"))
+P2P_FORMAT = os.environ.get("LAB_NVIDIA_SMI_P2P_FORMAT", os.path.join(DATA, "format-topo-p2p-r.txt"))
 LIB_VERSION = "@LIB_VERSION@"  # replaced when the package is built
 CAPTURED_DRIVER = "580.95.05"
 CUDA_BY_BRANCH = {"570": "12.8", "575": "12.9", "580": "13.0", "590": "13.1"}
@@ -30,6 +39,38 @@ DEV = os.environ.get("LAB_NVIDIA_DEV", "/dev")
 def read(name):
     with open(os.path.join(DATA, name), encoding="utf-8") as fh:
         return fh.read()
+
+
+def completed_q(text):
+    """The -q capture with the sections it lacks, from COMPLETION's GPU 0 block (from "Clocks Event Reasons" on),
+    each line's value moved to the capture's column."""
+    mark = "\n    Clocks Event Reasons\n"
+    if "BAR1 Memory Usage" in text or mark not in text or not os.path.exists(COMPLETION):
+        return text
+    with open(COMPLETION, encoding="utf-8") as fh:
+        other = fh.read()
+    block = other[other.index("\nGPU "):]
+    nxt = block.find("\nGPU ", 1)
+    block = block[:nxt if nxt > 0 else None]
+    tail = block[block.index(mark):]
+    column = len(re.search(r"^([ \t]*Product Name[ \t]*):", text, re.M).group(1))
+    lines = []
+    for line in tail.strip("\n").splitlines():
+        m = re.match(r"^([ \t]*)(\S.*?)[ \t]*: (.*)$", line)
+        lines.append(f"{m.group(1)}{m.group(2)}".ljust(column) + ": " + m.group(3) if m else line.rstrip())
+    return text[:text.index(mark)] + "\n" + "\n".join(lines) + "\n"
+
+
+def p2p_matrix(records):
+    """nvidia-smi topo -p2p r for these GPUs in the captured format, every pair OK."""
+    with open(P2P_FORMAT, encoding="utf-8") as fh:
+        legend = fh.read()
+    legend = legend[legend.index("\nLegend:"):]
+    names = [f"GPU{r['index']}" for r in records]
+    out = [" \t\x1b[4m" + "\t".join(names) + "\t\x1b[0m"]
+    for a in names:
+        out.append(f" {a}\t" + "\t".join("X" if a == b else "OK" for b in names) + "\t")
+    return "\n".join(out) + "\n" + legend
 
 
 def loaded_version():
@@ -188,7 +229,7 @@ def main(argv):
         for r in records:
             print(f"GPU {r['index']}: {r['name']} (UUID: {r['uuid']})")
     elif argv[:1] == ["-q"] and "-x" not in argv:
-        text = subst(read("nvidia-smi-q.txt"))
+        text = subst(completed_q(read("nvidia-smi-q.txt")))
         head, _, gpu0 = text.partition("\nGPU ")
         blocks = []
         for r in records:
@@ -203,6 +244,8 @@ def main(argv):
         print(head + "\n" + "\n".join(blocks), end="")
     elif argv[:1] == ["-pl"] or argv[:1] and argv[0].startswith("--power-limit="):
         set_power_limit(argv[1] if argv[0] == "-pl" else argv[0].split("=", 1)[1], records)
+    elif argv[:3] == ["topo", "-p2p", "r"]:
+        print(p2p_matrix(records), end="")
     elif argv[:2] == ["topo", "-m"]:
         print(read("topo.txt"), end="")
     elif argv[:1] == ["--version"]:

@@ -10,6 +10,8 @@ from conftest import FIXTURES, REPO
 
 SCRIPT = REPO / "lab" / "standins" / "nvidia_smi.py"
 DATA = FIXTURES / "gpu" / "rtx-pro-6000-x8-real"
+COMPLETION = FIXTURES / "gpu" / "rtx-pro-6000-x8-asus-community" / "nvidia-smi-q.txt"
+P2P_FORMAT = FIXTURES / "gpu" / "h100-device" / "captures" / "topo-p2p-r.txt"
 
 
 def smi(tmp_path, *args, loaded="580.95.05", lib="580.95.05", flavour="Open Kernel Module", persistenced=True):
@@ -22,7 +24,8 @@ def smi(tmp_path, *args, loaded="580.95.05", lib="580.95.05", flavour="Open Kern
     elif pid.exists():
         pid.unlink()
     env = dict(os.environ, LAB_NVIDIA_SMI_DATA=str(DATA), LAB_NVIDIA_PROC_VERSION=str(tmp_path / "version"),
-               LAB_NVIDIA_PERSISTENCED_PID=str(pid))
+               LAB_NVIDIA_PERSISTENCED_PID=str(pid), LAB_NVIDIA_SMI_COMPLETION=str(COMPLETION),
+               LAB_NVIDIA_SMI_P2P_FORMAT=str(P2P_FORMAT))
     if loaded:
         (tmp_path / "version").write_text(
             f"NVRM version: NVIDIA UNIX {flavour} for x86_64  {loaded}  Release Build  (lab)  \n")
@@ -35,10 +38,30 @@ def test_query_replays_the_capture_exactly(tmp_path):
     assert out.stdout == (DATA / "query-gpu-name-mem-driver-cc.csv").read_text()
 
 
-def test_q_of_gpu0_replays_the_capture(tmp_path):
+def test_q_of_gpu0_replays_the_capture_and_completes_it_from_the_same_card_model(tmp_path):
     out = smi(tmp_path, "-q", "-i", "0")
     assert out.returncode == 0
-    assert out.stdout == (DATA / "nvidia-smi-q.txt").read_text()
+    capture = (DATA / "nvidia-smi-q.txt").read_text()
+    head = capture[:capture.index("\n    Clocks Event Reasons\n")]
+    assert out.stdout.startswith(head + "\n    Clocks Event Reasons")
+    # the sections after it, from the complete capture, at the first capture's column
+    bar1 = re.search(r"\n    BAR1 Memory Usage\n(        Total +): 131072 MiB\n", out.stdout)
+    assert bar1 and len(bar1.group(1)) == capture.index(":", capture.index("Product Name")) - capture.rindex(
+        "\n", 0, capture.index("Product Name")) - 1
+    assert "ECC Mode" in out.stdout and "Remapped Rows" in out.stdout
+    assert out.stdout.count("\nGPU ") == 1
+
+
+def test_topo_p2p_is_the_captured_format_for_eight_gpus(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fabric", FIXTURES.parent.parent / "plugins/module_utils/fabric.py")
+    fabric = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fabric)
+    out = smi(tmp_path, "topo", "-p2p", "r")
+    assert out.returncode == 0
+    matrix = fabric.parse_p2p_matrix(out.stdout)
+    assert matrix["gpus"] == [f"GPU{i}" for i in range(8)] and set(matrix["pairs"].values()) == {"OK"}
+    assert out.stdout.endswith(P2P_FORMAT.read_text()[P2P_FORMAT.read_text().index("\nLegend:"):])
 
 
 def test_topo_replays_the_capture(tmp_path):
