@@ -507,7 +507,6 @@ def test_acs_redirect_on_a_bridge_fails_verify_naming_the_gpu_and_site_clears_it
     assert on_host("setpci", "-s", "0000:10:01.1", "ECAP_ACS+6.w").strip() == "0011"
     _, checks = fabric_report(tmp_path)
     assert checks["acs_redirect"]["ok"], checks["acs_redirect"]
-    assert recap(playbook(SITE).stdout)[HOST]["changed"] == 0
 
 
 @needs_lab
@@ -519,9 +518,6 @@ def test_a_narrowed_link_fails_verify_naming_the_gpu(converged, tmp_path):
         proc, checks = fabric_report(tmp_path)
         assert proc.returncode != 0 and not checks["pcie_link_width"]["ok"]
         assert checks["pcie_link_width"]["found"] == "GPU 3 (00000000:31:00.0): x8 of x16"
-        # nothing the role can apply: site.yml leaves it failing
-        assert playbook(SITE).returncode == 0
-        assert not fabric_report(tmp_path)[1]["pcie_link_width"]["ok"]
     finally:
         on_host("python3", "-c", "import sys; sys.path.insert(0, '/usr/lib/lab-standin'); import json, pci; "
                                  "s = pci._load(); s.get('width', {}).pop('0000:31:00.0', None); "
