@@ -212,8 +212,8 @@ def smi_q_fabric(text):
 # --- nvidia-smi topo -p2p r
 
 def parse_p2p_matrix(text):
-    """``nvidia-smi topo -p2p r`` (or w, n, a, p): {'gpus': ['GPU0', ...], 'pairs': {('GPU0', 'GPU1'): 'OK'}}
-    with every off-diagonal pair; None when no matrix is in the text."""
+    """``nvidia-smi topo -p2p r`` (or w, n, a, p): {'gpus': ['GPU0', ...], 'pairs': [['GPU0', 'GPU1', 'OK'], ...]}
+    with every off-diagonal pair, as lists (a module's result is JSON); None when no matrix is in the text."""
     lines = [_ANSI.sub("", ln) for ln in (text or "").splitlines()]
     header = None
     rows = {}
@@ -232,11 +232,11 @@ def parse_p2p_matrix(text):
             rows[cells[0]] = cells[1:1 + len(header)]
     if not header:
         return None
-    pairs = {}
+    pairs = []
     for src, cells in rows.items():
         for dst, status in zip(header, cells):
             if src != dst:
-                pairs[(src, dst)] = status
+                pairs.append([src, dst, status])
     return {"gpus": header, "pairs": pairs}
 
 

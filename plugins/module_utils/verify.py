@@ -451,7 +451,7 @@ def _p2p(fab, gpu_facts):
                       "nvidia-smi topo -p2p r did not answer: see the gpu group's checks.")
     by_index = {f"GPU{g.get('index')}": g.get("pci_bus_id") for g in gpu_facts.get("gpus") or []}
     bad = [f"GPU {a[3:]} ({by_index.get(a, '?')}) -> GPU {b[3:]} ({by_index.get(b, '?')}): {status}"
-           for (a, b), status in sorted(matrix["pairs"].items()) if status != "OK"]
+           for a, b, status in sorted(matrix["pairs"]) if status != "OK"]
     n = len(matrix["gpus"])
     return _check("p2p_matrix", "fabric", not bad, "OK between every pair of GPUs (nvidia-smi topo -p2p r)",
                   "; ".join(bad) or (f"OK between all {n * (n - 1)} ordered pairs of {n} GPUs" if n > 1 else

@@ -5,6 +5,7 @@ Captures: tests/fixtures/gpu/rtx-pro-6000-x8-asus-community/ (8x RTX PRO 6000, a
 H100's (h100-device/captures/), the RTX PRO 6000 host's GPU 0 (rtx-pro-6000-x8-real/), and lines quoted in public
 issues (xid-quoted/, p2p-quoted/). A failing variant is a real capture edited in memory.
 """
+import json
 import os
 
 import pytest
@@ -119,9 +120,10 @@ def test_iommu_mode_and_kernel_args():
 
 
 def test_p2p_matrices():
-    assert fabric.parse_p2p_matrix(read(H100 / "topo-p2p-r.txt")) == {"gpus": ["GPU0"], "pairs": {}}
+    assert fabric.parse_p2p_matrix(read(H100 / "topo-p2p-r.txt")) == {"gpus": ["GPU0"], "pairs": []}
     two = fabric.parse_p2p_matrix(read(P2P / "topo-p2p-rw-2x5090-gns.txt"))
-    assert two["pairs"] == {("GPU0", "GPU1"): "GNS", ("GPU1", "GPU0"): "GNS"}
+    assert two["pairs"] == [["GPU0", "GPU1", "GNS"], ["GPU1", "GPU0", "GNS"]]
+    json.dumps(two)  # a module's result is JSON
     assert fabric.parse_p2p_matrix("nvidia-smi: failed") is None
 
 
