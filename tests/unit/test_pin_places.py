@@ -53,6 +53,7 @@ KNOWN = {
     ("nvidia_driver_version", "molecule/nvidia_upstream/verify.yml"): "Molecule asserts the packages installed",
     ("nvidia_driver_version", "molecule/nvidia_upstream/tasks/refused.yml"): "Molecule: a run refused at this pin",
     ("cuda_toolkit_version", "lab/aptrepo.py"): "the lab's apt repository offers this release",
+    ("nvidia_driver_version", "lab/aptrepo_ubuntu.py"): "the lab's ubuntu2404 stand-in offers this release (and others)",
     ("cuda_toolkit_version", "plugins/module_utils/verify.py"): "a comment on nvcc's version string",
     ("cuda_toolkit_version", "roles/cuda_toolkit/tasks/validate.yml"): "an example in an error message",
     ("cuda_toolkit_version", "molecule/cuda_toolkit/verify.yml"): "Molecule asserts the packages installed",

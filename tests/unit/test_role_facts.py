@@ -20,6 +20,8 @@ FACT = re.compile(r"ansible_facts(?:\[['\"]|\.)([a-z_0-9]+)")
 MIN = {"os_family", "distribution", "distribution_version", "distribution_major_version", "distribution_release",
        "architecture", "kernel", "machine_id", "cmdline", "proc_cmdline"}
 HARDWARE = {"processor", "processor_count", "memtotal_mb", "mounts"}
+# and chroot (is_chroot: whether the role builds an image in a chroot)
+CHROOT = {"is_chroot"}
 # facts that other modules set (package_facts, gpu_facts) or that only a group's own play gathers
 SET_ELSEWHERE = {"packages", "nvidia_gpu", "default_ipv4"}
 
@@ -37,7 +39,7 @@ ROLES = sorted(p.name for p in (REPO / "roles").iterdir() if (p / "tasks" / "mai
 
 
 def test_every_fact_read_is_known():
-    unknown = {role: facts_read(role) - MIN - HARDWARE for role in ROLES}
+    unknown = {role: facts_read(role) - MIN - HARDWARE - CHROOT for role in ROLES}
     assert {role: facts for role, facts in unknown.items() if facts} == {}
 
 
@@ -49,9 +51,10 @@ def test_role_gathers_what_it_reads(role):
     needs = facts_read(role)
     assert "min" in subsets
     assert ("hardware" in subsets) == bool(needs & HARDWARE), (role, needs & HARDWARE)
+    assert ("chroot" in subsets) == bool(needs & CHROOT), (role, needs & CHROOT)
     when = first["when"] if isinstance(first["when"], str) else " or ".join(first["when"])
     assert "ansible_facts['os_family'] is not defined" in when
-    for fact in needs & HARDWARE:
+    for fact in needs & (HARDWARE | CHROOT):
         assert f"ansible_facts['{fact}'] is not defined" in when
     assert first["tags"] == ["always"]
 
