@@ -383,7 +383,7 @@ def _smi_q_checks(expected, gpus, gpu_facts):
     labels = [_gpu_label(gpu_facts, g["pci_bus_id"], i) for i, g in enumerate(gpus)]
     floor = _int(expected.get("bar1_min_mib") or 0)
     small = [f"{lab}: {g.get('bar1_total_mib')} MiB" for lab, g in zip(labels, gpus)
-           if not isinstance(g.get("bar1_total_mib"), int) or g["bar1_total_mib"] < floor]
+             if not isinstance(g.get("bar1_total_mib"), int) or g["bar1_total_mib"] < floor]
     sizes = sorted({g.get("bar1_total_mib") for g in gpus if isinstance(g.get("bar1_total_mib"), int)})
     out.append(_check("bar1", "fabric", not small, f"BAR1 total of at least {floor} MiB on every GPU",
                       "; ".join(small) or f"{', '.join(str(s) for s in sizes)} MiB on every GPU",
