@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import elfstub, paths, serve
 from .hosts import MIRROR_NAME
-from .util import LabError, digest, log, run
+from .util import LabError, digest, fetch_pinned, log, run
 
 # Where NVIDIA serves it, relative to its host: kept so that only the host differs.
 REPO_PATH = "compute/cuda/repos/debian12/x86_64"
@@ -97,18 +95,35 @@ def dkms_deb() -> Path:
     """Debian's dkms package (see DKMS_DEB), from the lab's cache or Debian's mirror."""
     from .image import host_debian_mirrors
     pool_path, want = DKMS_DEB
-    target = paths.sub("downloads") / Path(pool_path).name
-    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == want:
-        return target
-    url = f"{host_debian_mirrors()[0]}/{pool_path}"
-    log(f"fetching {url}")
-    with urllib.request.urlopen(url, timeout=300) as resp:
-        data = resp.read()
-    got = hashlib.sha256(data).hexdigest()
-    if got != want:
-        raise LabError(f"{url} has sha256 {got}, pinned {want}: not using it")
-    target.write_bytes(data)
-    return target
+    return fetch_pinned(f"{host_debian_mirrors()[0]}/{pool_path}", want, paths.sub("downloads") / Path(pool_path).name)
+
+
+PERSISTENCED_UNIT = (
+    "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
+    "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
+    "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n"
+    "[Install]\nWantedBy=multi-user.target\n")
+PERSISTENCED_BIN = (
+    "#!/bin/sh\n# Lab stand-in of nvidia-persistenced: daemonises and holds a pid file.\n"
+    "mkdir -p /var/run/nvidia-persistenced\n"
+    "( trap 'exit 0' TERM; while :; do sleep 3600; done ) >/dev/null 2>&1 &\n"
+    "echo $! > /var/run/nvidia-persistenced/nvidia-persistenced.pid\n")
+# the daemon's user, made at configure as the real packages' maintainer scripts do
+PERSISTENCED_POSTINST = (
+    "#!/bin/sh\nset -e\nif [ \"$1\" = configure ]; then\n"
+    "  getent passwd nvidia-persistenced >/dev/null || "
+    "useradd --system --no-create-home --home-dir / --shell /usr/sbin/nologin nvidia-persistenced\nfi\n")
+
+
+def persistenced_files() -> dict[str, tuple[bytes, int]]:
+    """nvidia-persistenced's program (a stand-in) and its systemd unit, as the real packages ship them."""
+    return {"usr/bin/nvidia-persistenced": (PERSISTENCED_BIN.encode(), 0o755),
+            "lib/systemd/system/nvidia-persistenced.service": (PERSISTENCED_UNIT.encode(), 0o644)}
+
+
+def modprobe_files() -> dict[str, tuple[bytes, int]]:
+    """nvidia-modprobe's program (the lab's stand-in)."""
+    return {"usr/bin/nvidia-modprobe": ((STANDINS / "nvidia_modprobe.py").read_text().encode(), 0o755)}
 
 
 def driver_debs(ver: str) -> list[Deb]:
@@ -130,7 +145,6 @@ def driver_debs(ver: str) -> list[Deb]:
         smi_files[f"usr/share/lab-standin/nvidia-smi/{cap.name}"] = (cap.read_bytes(), 0o644)
     for name, cap in SMI_EXTRA.items():
         smi_files[f"usr/share/lab-standin/nvidia-smi/{name}"] = (cap.read_bytes(), 0o644)
-    modprobe = (STANDINS / "nvidia_modprobe.py").read_text()
     module = lambda flavour: {
         "usr/lib/lab-standin/nvidia-kernel-module": (
             f"MODULE_VERSION={ver}\nMODULE_FLAVOUR={flavour}\nGPU_COUNT=8\n".encode(), 0o644),
@@ -143,16 +157,6 @@ def driver_debs(ver: str) -> list[Deb]:
     dkms_remove = ("#!/bin/sh\nset -e\ncase \"$1\" in\n  remove|upgrade|deconfigure)\n"
                    f"    if [ \"$(dkms status -m nvidia -v {ver})\" ]; then dkms remove -m nvidia -v {ver} --all; fi\n"
                    "    ;;\nesac\n")
-    persistenced_unit = (
-        "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
-        "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
-        "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n"
-        "[Install]\nWantedBy=multi-user.target\n")
-    persistenced_bin = (
-        "#!/bin/sh\n# Lab stand-in of nvidia-persistenced: daemonises and holds a pid file.\n"
-        "mkdir -p /var/run/nvidia-persistenced\n"
-        "( trap 'exit 0' TERM; while :; do sleep 3600; done ) >/dev/null 2>&1 &\n"
-        "echo $! > /var/run/nvidia-persistenced/nvidia-persistenced.pid\n")
     exact = lambda *names: [f"{n} (= {v})" for n in names]
     gfx = lambda name, desc, **kw: Deb(name, v, desc, source=GRAPHICS, files=kw.pop("files", doc(name)), **kw)
     pinning = lambda name, pattern: Deb(
@@ -217,13 +221,9 @@ def driver_debs(ver: str) -> list[Deb]:
         gfx("libnvidia-ml1", "NVIDIA Management Library (NVML) runtime library", section="multiverse/libs"),
         Deb("nvidia-persistenced", v, "daemon to maintain persistent software state in the NVIDIA driver",
             source="nvidia-persistenced",
-            files={"usr/bin/nvidia-persistenced": (persistenced_bin.encode(), 0o755),
-                   "lib/systemd/system/nvidia-persistenced.service": (persistenced_unit.encode(), 0o644)},
-            postinst="#!/bin/sh\nset -e\nif [ \"$1\" = configure ]; then\n"
-                     "  getent passwd nvidia-persistenced >/dev/null || "
-                     "useradd --system --no-create-home --home-dir / --shell /usr/sbin/nologin nvidia-persistenced\nfi\n"),
+            files=persistenced_files(), postinst=PERSISTENCED_POSTINST),
         Deb("nvidia-modprobe", v, "utility to load NVIDIA kernel modules and create device nodes",
-            source="nvidia-modprobe", files={"usr/bin/nvidia-modprobe": (modprobe.encode(), 0o755)}),
+            source="nvidia-modprobe", files=modprobe_files()),
         # NVIDIA's version-locking packages: one per release and one per branch, one installed at a time
         pinning(f"nvidia-driver-pinning-{ver}", f"{ver}-*"),
         pinning(f"nvidia-driver-pinning-{branch}", f"{branch}.*"),

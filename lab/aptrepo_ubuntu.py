@@ -70,8 +70,14 @@ def driver_debs(ver: str) -> list[Deb]:
         deb(f"nvidia-firmware{b}", "Firmware files used by the kernel module", section="restricted/kernel"),
         deb(f"libnvidia-compute{b}", "NVIDIA libcompute package"),
         deb(f"libnvidia-cfg1{b}", "NVIDIA binary OpenGL/GLX configuration library"),
+        # Ubuntu's packaging puts nvidia-persistenced (program, unit, its user) in the compute utilities
         deb(f"nvidia-compute-utils{b}", "NVIDIA compute utilities", exact(f"libnvidia-compute{b}"),
-            section="restricted/utils"),
+            section="restricted/utils", files={**aptrepo._doc(f"nvidia-compute-utils{b}", v),
+                                               **aptrepo.persistenced_files()},
+            postinst=aptrepo.PERSISTENCED_POSTINST),
+        # no package of the set pulls nvidia-modprobe: NVIDIA's repository has it on its own, at each release
+        Deb("nvidia-modprobe", v, "utility to load NVIDIA kernel modules and create device nodes",
+            source="nvidia-modprobe", section="multiverse/utils", files=aptrepo.modprobe_files()),
         deb(f"nvidia-utils{b}", "NVIDIA driver support binaries", exact(f"libnvidia-compute{b}"),
             section="restricted/utils", files=smi_files),
         # NVIDIA's version-locking packages (the same on every platform of its repositories)
@@ -110,8 +116,9 @@ class Keyring(aptrepo.Keyring):
         self.home.chmod(0o700)
 
 
-def build(www: Path, repo_url: str, gnupg_home: Path) -> dict[str, str]:
-    """Build both repositories under www; return the key's fingerprint and the paths."""
+def build(www: Path, repo_url: str, gnupg_home: Path, archive_extra: tuple[Path, ...] = ()) -> dict[str, str]:
+    """Build both repositories under www; return the key's fingerprint and the paths. archive_extra: real packages
+    (.deb files) the distribution archive serves besides its stand-ins."""
     keyring = Keyring(gnupg_home)
     keyring.ensure()
     out = {}
@@ -127,6 +134,10 @@ def build(www: Path, repo_url: str, gnupg_home: Path) -> dict[str, str]:
         repo.mkdir(parents=True)
         with tempfile.TemporaryDirectory() as scratch:
             built = [aptrepo.build_deb(d, repo, Path(scratch)) for d in debs]
+        if rel == ARCHIVE_PATH:
+            for deb in archive_extra:
+                shutil.copy(deb, repo / deb.name)
+                built.append(repo / deb.name)
         aptrepo._write_index(repo, built, keyring, fields)
         out[rel] = str(repo)
     (www / REPO_PATH / aptrepo.KEY_FILE).write_text(keyring.public_armored())

@@ -15,8 +15,13 @@ What it does, and what it never does:
   Python stay Ubuntu's, only the bindings are built;
 - serves the carried ubuntu2404-shaped stand-in (lab/aptrepo_ubuntu.py) from 127.0.0.1 inside the chroot;
 - runs ``ansible-playbook -c local`` inside the chroot (ansible-core from carried wheels) with the roles
-  nvidia_driver (which calls nvidia_repo) and cuda_toolkit, through the scenarios below, and writes what each showed
-  to OUT/summary.json and the whole output to OUT/run.log.
+  nvidia_driver (which calls nvidia_repo), cuda_toolkit and uv_venv, and writes what each run showed to
+  OUT/summary.json and the whole output to OUT/run.log. The scenarios, in order:
+  1. the userland as it is (a container image: no systemd package): the roles must stop before changing anything;
+  2. with the systemd tools a server's image has (Debian bookworm's systemctl and systemd-analyze unpacked into the
+     chroot, with the two libraries they need that this userland lacks, and Debian's sudo installed with dpkg for
+     uv_venv's become: Ubuntu's own are out of reach): a first run over Ubuntu's 550 set, a second run (changed=0),
+     what apt would move, and a run pinned to branch 590 (a clear stop).
 The machine's own files outside the scratch directory are compared before and after (dpkg's status, /etc, the loaded
 modules) and the comparison is part of the summary.
 """
@@ -170,6 +175,60 @@ def build_python_apt(carry: Path) -> dict:
             "python": sh(["python3", "--version"], chroot=True).stdout.strip()}
 
 
+def add_systemd_tools(carry: Path) -> dict:
+    """Debian bookworm's systemctl and systemd-analyze (and their private libraries, unit files and the shared
+    libraries this userland lacks: libkmod, libip4tc, libapparmor), copied into the chroot's /usr without dpkg:
+    Ubuntu's libsystemd0 255 is installed, and Debian's systemd package would replace it. Then Debian's sudo, installed with dpkg (its
+    dependencies are Ubuntu's own packages)."""
+    scratch = Path("/tmp/h37-systemd")
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir()
+    for deb in ("systemd_252.39-1~deb12u2_amd64.deb", "libsystemd-shared_252.39-1~deb12u2_amd64.deb",
+                "libkmod2_30+20221128-1_amd64.deb", "libip4tc2_1.8.9-2_amd64.deb",
+                "libapparmor1_3.0.8-3_amd64.deb"):
+        sh(["dpkg-deb", "-x", str(carry / deb), str(scratch)])
+    placed = []
+
+    def place(src: Path, dest: str, overwrite: bool = True) -> None:
+        target = ROOT / dest.lstrip("/")
+        if target.exists() or target.is_symlink():
+            if not overwrite:
+                return
+            raise RuntimeError(f"{dest} is in the chroot already: not replacing Ubuntu's file")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            target.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, target)
+        placed.append(dest)
+
+    place(scratch / "bin/systemctl", "/usr/bin/systemctl")
+    place(scratch / "usr/bin/systemd-analyze", "/usr/bin/systemd-analyze")
+    for lib in sorted((scratch / "usr/lib/x86_64-linux-gnu/systemd").glob("libsystemd-*.so")):
+        place(lib, f"/usr/lib/x86_64-linux-gnu/systemd/{lib.name}")
+    # only the libraries this userland lacks (a soname Ubuntu has stays Ubuntu's)
+    for lib in sorted((scratch / "usr/lib/x86_64-linux-gnu").glob("lib*.so.*")):
+        place(lib, f"/usr/lib/x86_64-linux-gnu/{lib.name}", overwrite=False)
+    units = 0
+    for unit in sorted((scratch / "lib/systemd/system").iterdir()):
+        if not unit.is_dir():
+            before = len(placed)
+            place(unit, f"/usr/lib/systemd/system/{unit.name}", overwrite=False)
+            units += len(placed) - before
+    sh("ldconfig", chroot=True)
+    sudo = sh(["dpkg", "-i", f"/opt/h37-carry/sudo_1.9.13p3-1+deb12u4_amd64.deb"], chroot=True, check=False)
+    return {"placed": [p for p in placed if "/systemd/system/" not in p], "unit_files": units,
+            "systemctl": sh(["systemctl", "--version"], chroot=True, check=False).stdout.splitlines()[:1],
+            "analyze": sh(["systemd-analyze", "--version"], chroot=True, check=False).stdout.splitlines()[:1],
+            "sudo": {"rc": sudo.returncode,
+                     "version": sh(["sudo", "-V"], chroot=True, check=False).stdout.splitlines()[:1]}}
+
+
+def chroot_dpkg_digest() -> str:
+    return hashlib.sha256((ROOT / "var/lib/dpkg/status").read_bytes()).hexdigest()[:16]
+
+
 def install_ansible(carry: Path) -> str:
     target = ROOT / "opt/h37-ansible"
     sh(f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target {target} "
@@ -178,6 +237,8 @@ def install_ansible(carry: Path) -> str:
                     symlinks=True)
     shutil.copytree(carry / "www", ROOT / "opt/h37-www")
     shutil.copytree(carry / "play", ROOT / "opt/h37-play")
+    (ROOT / "opt/h37-carry").mkdir()
+    shutil.copy(carry / "sudo_1.9.13p3-1+deb12u4_amd64.deb", ROOT / "opt/h37-carry")
     return sh(["python3", "-c", "import sys; sys.path.insert(0, '/opt/h37-ansible'); import ansible, jinja2, yaml; "
                "print('ansible-core', ansible.__version__, 'jinja2', jinja2.__version__, 'PyYAML', yaml.__version__)"],
               chroot=True).stdout.strip()
@@ -237,6 +298,16 @@ def main() -> int:
         summary["is_chroot"] = sh(["python3", "-c", "import sys; sys.path.insert(0, '/opt/h37-ansible'); "
                                    "from ansible.module_utils.facts.system.chroot import is_chroot; print(is_chroot())"],
                                   chroot=True, check=False, env=PLAY_ENV).stdout.strip()
+        # 1. the userland as it is: no systemd package
+        dpkg_before = chroot_dpkg_digest()
+        etc_before = sh(f"cd {ROOT} && find etc -newer {ROOT / MARKER} | sort", check=False).stdout
+        summary["without_systemd"] = play("without systemd")
+        summary["without_systemd"]["dpkg_unchanged"] = chroot_dpkg_digest() == dpkg_before
+        summary["without_systemd"]["etc_written"] = [
+            l for l in sh(f"cd {ROOT} && find etc -newer {ROOT / MARKER} | sort", check=False).stdout.splitlines()
+            if l not in etc_before.splitlines()]
+        # 2. with the systemd tools and sudo a server's image has
+        summary["systemd_tools"] = add_systemd_tools(carry)
         runs = [play("first"), play("second")]
         summary["runs"] = runs
         summary["after"] = {
@@ -256,6 +327,12 @@ def main() -> int:
                        "gpg --show-keys --with-colons /etc/apt/keyrings/* 2>/dev/null | grep ^fpr",
                        chroot=True, check=False).stdout.strip().splitlines(),
             "pins": sh("head -50 /etc/apt/preferences.d/*", chroot=True, check=False).stdout.strip().splitlines(),
+            "enabled_units": sh("ls /etc/systemd/system/multi-user.target.wants/", chroot=True,
+                                check=False).stdout.split(),
+            "unit_files": sh("ls /etc/systemd/system/", chroot=True, check=False).stdout.split(),
+            "venv": sh("/opt/sglang/venv/bin/python -c 'import sys; print(sys.executable, sys.version.split()[0], "
+                       "sys.base_prefix)'; stat -c '%U:%G %a' /opt/sglang/venv; /opt/uv/uv-0.13.9/bin/uv --version",
+                       chroot=True, check=False).stdout.strip().splitlines(),
         }
         summary["above_580"] = play("branch 590", "-e", "nvidia_driver_branch=590",
                                     "-e", "nvidia_driver_version=590.48.01")

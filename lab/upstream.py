@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 from . import paths
-from .util import LabError, log
+from .util import LabError, fetch_pinned
 
 SIMPLE = os.environ.get("BLACKWELL_LAB_PYPI_SIMPLE", "https://pypi.org/simple")
 
@@ -76,20 +76,7 @@ def fetch(project: str, filename: str) -> Path:
     target = paths.sub("upstream") / filename
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == want:
         return target
-    url = _file_url(project, filename)
-    log(f"fetching {filename} from the package index")
-    try:
-        with urllib.request.urlopen(url, timeout=300) as resp:
-            data = resp.read()
-    except OSError as exc:
-        raise LabError(f"cannot download {url}: {exc}") from None
-    got = hashlib.sha256(data).hexdigest()
-    if got != want:
-        raise LabError(f"{filename} from {url} has sha256 {got}, pinned {want}: not using it")
-    tmp = target.with_suffix(".part")
-    tmp.write_bytes(data)
-    tmp.replace(target)
-    return target
+    return fetch_pinned(_file_url(project, filename), want, target)
 
 
 def sglang_sdist(version: str) -> Path:

@@ -17,6 +17,26 @@ class LabError(RuntimeError):
     """A failure the lab explains to its user (no traceback needed)."""
 
 
+def fetch_pinned(url: str, want: str, target: Path) -> Path:
+    """target, kept where its sha256 is want, else downloaded from url and checked against want first."""
+    import urllib.request
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == want:
+        return target
+    log(f"fetching {url}")
+    try:
+        with urllib.request.urlopen(url, timeout=300) as resp:
+            data = resp.read()
+    except OSError as exc:
+        raise LabError(f"cannot download {url}: {exc}") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise LabError(f"{url} has sha256 {got}, pinned {want}: not using it")
+    tmp = target.with_suffix(target.suffix + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return target
+
+
 def log(msg: str) -> None:
     print(f"[lab {time.monotonic() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
