@@ -37,7 +37,10 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-REPO_ID = "lukealonso/GLM-5-NVFP4"
+from . import stack
+
+# the repository the stack pins (model_weights_repo_id), served as the Hub would
+REPO_ID = stack.pin("model_weights_repo_id")
 TOKEN = "hf_lab_standin_token_not_a_secret"
 PREFIX = "/hub"
 SHARDS = 3

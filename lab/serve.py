@@ -15,7 +15,7 @@ import sys
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import hub, paths
+from . import hub, paths, stack
 from .util import LabError, digest, log, wait_for
 
 HTTP_PORT = 8680
@@ -78,7 +78,7 @@ def services(addr: str) -> list[Service]:
     git = paths.sub("git")
     return [
         Service("http", addr, HTTP_PORT, [sys.executable, "-m", "lab.serve", "http", str(www), addr, str(HTTP_PORT)],
-                code=[Path(__file__), Path(hub.__file__)]),
+                code=[Path(__file__), Path(hub.__file__), stack.STACK]),
         Service("git-daemon", addr, GIT_PORT,
                 ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={git}", f"--listen={addr}",
                  f"--port={GIT_PORT}", str(git)]),

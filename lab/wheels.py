@@ -2,8 +2,8 @@
 
 torch's CUDA build, sgl-kernel (535 MB), flashinfer-cubin (150 MB) and the
 NVIDIA packages that flashinfer-python pulls in are replaced by small wheels
-with the same names and versions. Everything else (flashinfer-python 0.6.3,
-transformers 5.2.0, torchvision, xgrammar, ...) comes from the real PyPI: the
+with the same names and versions. Everything else (flashinfer-python and
+transformers at the stack's pins, torchvision, xgrammar, ...) comes from the real PyPI: the
 roles put this index where production has the PyTorch index, which is searched
 before PyPI.
 
@@ -36,7 +36,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from . import elfstub
+from . import elfstub, stack
 from .util import digest, log
 
 # torch 2.9.1's own Requires-Dist (its wheels on PyPI and on the PyTorch index), without the nvidia-*-cu12 libraries
@@ -94,12 +94,14 @@ except OSError as _exc:
     raise ImportError("[sgl_kernel] CRITICAL: Could not load any common_ops library!\\n"
                       f"Error details from previous import attempts:\\n- ImportError: {_exc}") from None
 '''
+FLASHINFER = stack.pin("sglang_flashinfer_version")
 # (distribution, version, top-level module, module source)
 STANDINS = [
     ("torch", "2.9.1+cu129", "torch", TORCH_SOURCE),
     ("sgl-kernel", "0.3.21", "sgl_kernel", SGL_KERNEL_SOURCE),
-    ("flashinfer-cubin", "0.6.3", "flashinfer_cubin", '__version__ = "0.6.3"\n'),
-    ("flashinfer-jit-cache", "0.6.3+cu129", "flashinfer_jit_cache", '__version__ = "0.6.3+cu129"\n'),
+    # flashinfer at the stack's pin (the sglang role puts it over sglang's own)
+    ("flashinfer-cubin", FLASHINFER, "flashinfer_cubin", f'__version__ = "{FLASHINFER}"\n'),
+    ("flashinfer-jit-cache", f"{FLASHINFER}+cu129", "flashinfer_jit_cache", f'__version__ = "{FLASHINFER}+cu129"\n'),
     ("nvidia-cutlass-dsl", "4.3.4", "nvidia_cutlass_dsl", '__version__ = "4.3.4"\n'),
     ("nvidia-cudnn-frontend", "1.13.0", "cudnn", '__version__ = "1.13.0"\n'),
     # torch's pin, and the one the sglang role puts over it (sglang_cudnn_version)
@@ -178,7 +180,9 @@ def wheel_metadata(data: bytes) -> bytes:
 def build(www: Path) -> Path:
     """Write www/simple/<project>/index.html and www/packages/*.whl."""
     simple = www / "simple"
-    key = digest([Path(__file__).read_bytes(), Path(elfstub.__file__).read_bytes(), elfstub.NEEDED.read_bytes()])
+    # the versions come from the stack file too: a re-pin builds the index again
+    key = digest([Path(__file__).read_bytes(), Path(elfstub.__file__).read_bytes(), elfstub.NEEDED.read_bytes(),
+                  repr(STANDINS)])
     stamp = simple / ".lab-digest"
     if stamp.is_file() and stamp.read_text() == key:
         return simple
