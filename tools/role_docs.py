@@ -8,6 +8,10 @@ lab.
 An entry point whose variables are main's (an alias, ``preflight: *main``) gets one line that says so instead of a
 copy of main's table; one that adds variables to main's (``<<: *options``) gets a table of what it adds.
 
+First it writes the sglang_service role's server flags from their table (tools/server_flags.py: the argument spec,
+defaults and vars blocks of FLAGS in plugins/module_utils/sglang_argv.py), since the tables read the argument spec.
+``--check`` changes nothing and exits 1 naming each stale file.
+
 A README that holds the markers of the known-bad table (``KNOWN_BAD_BEGIN`` and ``KNOWN_BAD_END``) gets the table of
 plugins/module_utils/known_bad.py between them, as that file renders it.
 """
@@ -122,15 +126,35 @@ def roles(repo: Path = REPO) -> list[Path]:
     return sorted(p.parent.parent for p in (repo / "roles").glob("*/meta/argument_specs.yml"))
 
 
-def main() -> int:
+def server_flags():
+    """tools/server_flags.py, loaded by path (this file runs as a script as well as tools.role_docs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("blackwell_server_flags", REPO / "tools/server_flags.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    flags = server_flags()
+    changed = flags.stale(REPO) if check else flags.write(REPO)
+    for path in changed:
+        print(f"{'stale' if check else 'updated'} {path.relative_to(REPO)}")
     for role in roles():
         readme = role / "README.md"
         new = expected_readme(role)
         if not readme.exists() or readme.read_text() != new:
-            readme.write_text(new)
-            print(f"updated {readme.relative_to(REPO)}")
+            changed.append(readme)
+            if not check:
+                readme.write_text(new)
+            print(f"{'stale' if check else 'updated'} {readme.relative_to(REPO)}")
+    if check and changed:
+        print("run python3 tools/role_docs.py")
+        return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -25,11 +25,34 @@ def test_the_role_variables_are_the_settings():
 
 
 def test_each_option_once_and_the_key_never():
-    argv = sglang_argv.flatten(sglang_argv.server_options(settings(api_key="secret")))
+    argv = sglang_argv.flatten(sglang_argv.server_options(settings()))
     flags = [w for w in argv if w.startswith("--")]
     assert len(flags) == len(set(flags))
-    assert "secret" not in argv and "--api-key" not in argv
+    assert "--api-key" not in argv
     assert argv[argv.index("--config") + 1] == "/etc/sglang/sglang.yaml"
+    # the API key is no setting of the command line: given one, the builder refuses it rather than pass or drop it
+    with pytest.raises(sglang_argv.ArgvError, match="does not know the settings api_key"):
+        sglang_argv.server_options(settings(api_key="secret"))
+
+
+def test_a_setting_the_builder_does_not_know_is_an_error_never_dropped():
+    """A key in the role's settings but in no table of the builder would be a flag silently lost."""
+    with pytest.raises(sglang_argv.ArgvError, match="context_length.*FLAGS"):
+        sglang_argv.server_options(settings(context_length=65536))
+
+
+def test_each_flag_of_the_table_reaches_the_command_line_by_its_name_and_type():
+    """FLAGS alone decides a flag: --<name with - for _>, a bool a switch, any other type a value."""
+    values = {"str": "x", "path": "/p", "int": 3, "float": 0.5, "dict": {"a": 1}}
+    given = {f.name: (True if f.type == "bool" else values[f.type]) for f in sglang_argv.FLAGS}
+    flags = sglang_argv.parse_options(sglang_argv.flatten(sglang_argv.server_options(settings(**given))))
+    for f in sglang_argv.FLAGS:
+        want = {"bool": True, "dict": '{"a":1}'}.get(f.type) or str(values[f.type])
+        assert flags[f.flag] == want, f.name
+        assert sglang_argv.variable_of(f.flag) == f"sglang_service_{f.name}"
+    assert len({f.flag for f in sglang_argv.FLAGS}) == len(sglang_argv.FLAGS)
+    assert not {f.name for f in sglang_argv.FLAGS} & {"model_path", "tp_size", "nnodes", "config", "extra_args"}
+    assert len(sglang_argv.KEYS) == len(set(sglang_argv.KEYS)), "a FLAGS entry takes the name of a setting of its own"
 
 
 def test_one_host_has_no_multi_node_options_and_several_have_three():
