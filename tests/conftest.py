@@ -137,16 +137,17 @@ except ImportError:  # imported outside pytest (the lab's scripts): no fixtures
     pass
 
 
-def run_local_playbook(tmp_path, playbook, extra_vars, check=False):
-    """Run a playbook's text with ansible-playbook against this machine (the collection from .collections, this
-    Python as the hosts' interpreter), as a role's tasks run on a host; the finished process, asserted to pass."""
+def run_local_playbook(tmp_path, playbook, extra_vars, check=False, collections=None):
+    """Run a playbook's text with ansible-playbook against this machine (the collection from .collections, or from
+    the collections path given, this Python as the hosts' interpreter), as a role's tasks run on a host; the finished
+    process, asserted to pass."""
     import json
     import os
     import subprocess
     (tmp_path / "pb.yml").write_text(playbook)
     (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     args = dict(extra_vars, ansible_python_interpreter=sys.executable)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections or REPO / ".collections"))
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
                            "-e", json.dumps(args), str(tmp_path / "pb.yml")] + (["--check"] if check else []),
                           capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
