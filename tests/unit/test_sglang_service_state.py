@@ -50,6 +50,7 @@ PLAYBOOK = """
       ansible.builtin.set_fact:
         before: "{{{{ {{'holds': __sglang_service_holds, 'differences': __sglang_service_state.differences}} }}}}"
     - name: The phases' writes, and the read again
+      when: write | bool
       block:
         # user.yml's directories, from the same data (its group, user and package tasks would change this machine)
         - ansible.builtin.file:
@@ -75,8 +76,8 @@ PLAYBOOK = """
       ansible.builtin.copy:
         content: >-
           {{{{ {{'before': before, 'written': written | default(none),
-                'after': {{'holds': __sglang_service_holds, 'differences': __sglang_service_state.differences}}}}
-               | to_json }}}}
+                'after': {{'holds': __sglang_service_holds, 'differences': __sglang_service_state.differences}}
+                         if write | bool else none}} | to_json }}}}
         dest: "{{{{ out }}}}"
         mode: "0644"
       check_mode: false
@@ -117,10 +118,10 @@ def tree(tmp_path, monkeypatch):
     return tmp_path
 
 
-def run(tree, check=False, old=False, **extra):
+def run(tree, check=False, old=False, write=True, **extra):
     out = tree / "out.json"
     proc = run_local_playbook(tree, PLAYBOOK.format(role=ROLE), {
-        "out": str(out), "old": old, "old_dir": str(tree / "old"),
+        "out": str(out), "old": old, "write": write, "old_dir": str(tree / "old"),
         "sglang_service_user": "nobody", "sglang_service_group": GROUP, "sglang_service_home": NOBODY.pw_dir,
         "sglang_service_api_key": KEY,
         # dpkg is there wherever dpkg is read
@@ -164,6 +165,17 @@ def test_what_the_writes_leave_the_read_finds_holding_as_the_old_tasks_left_it(t
         (REPO / "roles" / "sglang_service" / "files" / "sitecustomize.py").read_bytes()
     # the unit was checked under its own name before it was installed
     assert (tree / "verified").read_text().split() == ["sglang.service"]
+
+    # every path the writes made is one the read judges: each changed, the read names each (a write outside the
+    # data would be skipped on a converged host, and never made)
+    made = [tree / "systemd" / "sglang.service"] + [
+        p for top in (tree / "etc" / "sglang", tree / "home" / "python-startup") for p in [top, *top.rglob("*")]]
+    assert len(made) == 6, made
+    for path in made:
+        path.chmod(path.stat().st_mode ^ 0o001)
+    got, _ = run(tree, write=False)
+    named = json.dumps(got["before"]["differences"])
+    assert [str(p) for p in made if f'"{p} ' not in named] == [], named
 
 
 def test_what_differs_is_named_put_back_and_only_the_unit_counts_as_the_unit(tree):
