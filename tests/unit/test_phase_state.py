@@ -1,29 +1,12 @@
-"""A phase that a host_state read lets a converged host skip: the read names every thing the phase's tasks would
-change, as they would leave it. Adding a write to a phase without its entry in the read fails here (a converged
-host would skip the write, and never make it)."""
-import re
+"""A phase that a host_state read lets a converged host skip: the read judges what the phase's tasks would change.
+Where the read asks a command the phase asks too, it must be the same command. (sglang_service's user and config
+phases take their read and their writes from the same data, vars/main.yml: tests/unit/test_sglang_service_state.py
+runs them.)"""
 from pathlib import Path
 
-import jinja2
-import jinja2.meta
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = jinja2.Environment()
-WRITES = {"ansible.builtin.group", "ansible.builtin.user", "ansible.builtin.file", "ansible.builtin.copy",
-          "ansible.builtin.template"}
-
-
-def render(value, item=None):
-    """A template with each variable standing for itself (<name>): equal expressions render equal."""
-    if value is None or not isinstance(value, str):
-        return value
-    names = jinja2.meta.find_undeclared_variables(ENV.parse(value))
-    ctx = {n: f"<{n}>" for n in names}
-    if item is not None:
-        ctx["item"] = item
-    return ENV.from_string(value).render(ctx)
 
 
 def tasks(path):
@@ -35,59 +18,6 @@ def tasks(path):
             else:
                 yield t
     return list(walk(yaml.safe_load(path.read_text())))
-
-
-def writes(role, phases):
-    """(module, arguments) of every write of the phases, one per loop item, rendered."""
-    out = []
-    for phase in phases:
-        for task in tasks(REPO / "roles" / role / "tasks" / f"{phase}.yml"):
-            module = next((k for k in task if k in WRITES), None)
-            if module is None:
-                continue
-            for item in [render(i) for i in task.get("loop", [])] or [None]:
-                out.append((module, {k: render(v, item) for k, v in task[module].items()}))
-    return out
-
-
-def state_read(role):
-    task = tasks(REPO / "roles" / role / "tasks" / "state.yml")[0]
-    spec = task["blackwell.serving.host_state"]
-    return {kind: [{k: render(v) if k != "content" else v for k, v in entry.items()} for entry in spec.get(kind, [])]
-            for kind in ("groups", "users", "files")}
-
-
-def content_source(expr):
-    """The file a content lookup reads: lookup('ansible.builtin.template', 'x.j2') or lookup(... 'file', 'y')."""
-    m = re.search(r"lookup\('ansible\.builtin\.(template|file)', '([^']+)'", expr or "")
-    return m and (("ansible.builtin." + m.group(1)).replace(".file", ".copy"), m.group(2))
-
-
-@pytest.mark.parametrize("role,phases", [("sglang_service", ["user", "config"])])
-def test_the_state_read_names_every_write_of_the_phases_it_skips(role, phases):
-    read = state_read(role)
-    files = {f["path"]: f for f in read["files"]}
-    found = writes(role, phases)
-    assert found, "no writes found: the phases moved?"
-    for module, args in found:
-        if module == "ansible.builtin.group":
-            assert {"name": args["name"]} in read["groups"], args
-            continue
-        if module == "ansible.builtin.user":
-            want = {"name": args["name"], "group": args["group"], "home": args["home"], "shell": args["shell"]}
-            assert want in read["users"], f"{want} not in {read['users']}"
-            continue
-        path = args.get("path") or args.get("dest")
-        assert path in files, f"{module} writes {path}, which the state read does not name ({sorted(files)})"
-        entry = files[path]
-        for key in ("owner", "group", "mode"):
-            assert entry.get(key) == args.get(key), f"{path}: {key} {entry.get(key)!r} in the read, {args.get(key)!r} written"
-        if module == "ansible.builtin.file":
-            assert entry.get("state", "file") == args.get("state", "file"), path
-        else:
-            assert entry.get("state", "file") == "file", path
-            assert content_source(entry.get("content")) == (module, args["src"]), (
-                f"{path}: the read compares {entry.get('content')!r}, the phase writes {module} of {args['src']}")
 
 
 def test_unit_deploy_skips_the_enablement_only_where_its_read_judges_what_it_would_change():
