@@ -1,7 +1,7 @@
 """A callback for benchmarks/fleet_noop.py: where a playbook run's tasks and time go, per role.
 
 Enabled by the benchmark only (ANSIBLE_CALLBACK_PLUGINS points here, ANSIBLE_CALLBACKS_ENABLED names it).
-For each task it records the wall time from its start to the next task's start (the linear strategies run
+For each task it records its play, the wall time from its start to the next task's start (the linear strategies run
 a task on every host before the next one), the role it belongs to (play-level tasks count as "(play)"),
 its action, each host's outcome, and the module calls it made on the hosts (round trips: one per host that
 ran it, one per loop item; actions that run on the controller only, and tasks delegated to the controller,
@@ -44,6 +44,7 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._rows = []
         self._current = None
+        self._play = None
 
     def _close(self):
         if self._current is not None:
@@ -51,11 +52,15 @@ class CallbackModule(CallbackBase):
             self._rows.append(self._current)
             self._current = None
 
+    def v2_playbook_on_play_start(self, play):
+        self._close()
+        self._play = play.get_name()
+
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._close()
         role = task._role.get_name() if task._role else "(play)"
         delegated = str(task.delegate_to or "") in ("localhost", "127.0.0.1")
-        self._current = {"role": role, "task": task.get_name(), "action": short(task.action),
+        self._current = {"play": self._play, "role": role, "task": task.get_name(), "action": short(task.action),
                          "_start": time.monotonic(), "_remote": short(task.action) not in LOCAL and not delegated,
                          "ok": 0, "changed": 0, "skipped": 0, "failed": 0, "round_trips": 0}
 

@@ -31,6 +31,8 @@ import pwd
 import re
 import stat
 
+from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
+
 # dpkg-query's fields: the package, its version, and its status ("hold ok installed": selection, error, state)
 DPKG_FORMAT = "${binary:Package}\\t${Version}\\t${Status}\\n"
 # dpkg's states in which a package's files are on the host (what apt's state=present means)
@@ -207,13 +209,14 @@ READ_CONTENT_MAX = 1 << 20
 
 
 def read_path(want):
-    """What is at want = {path, checksum (bool), content (bool), entries (bool)}, unjudged, in the shape of the stat module's result.
+    """What is at want = {path, checksum, content, entries, snapshot (bools)}, unjudged, in the shape of the stat module's result.
 
     ``exists``, ``isreg``, ``isdir``, ``islnk`` from the path itself (a link is not followed); a link's
     ``lnk_target`` (as written) and ``lnk_source`` (the path it resolves to, as stat's); a regular file's
     ``checksum`` (SHA-256) when asked, and its ``content`` as text (UTF-8, at most READ_CONTENT_MAX bytes: a
     longer file is an error) when asked; a directory's ``entries`` when asked (not a link to one): each name in
-    it, hidden ones too, with its ``path``, ``isdir``, ``isreg``, ``islnk`` (unfollowed) and ``mtime``, as find lists them.
+    it, hidden ones too, with its ``path``, ``isdir``, ``isreg``, ``islnk`` (unfollowed) and ``mtime``, as find lists them;
+    a directory's ``snapshot`` when asked: what its model snapshot marker records (``snapshot.recorded_state``).
     """
     path = want["path"]
     try:
@@ -245,6 +248,8 @@ def read_path(want):
                 out["entries"][entry.name] = {"path": entry.path, "isdir": stat.S_ISDIR(est.st_mode),
                                               "isreg": stat.S_ISREG(est.st_mode), "islnk": stat.S_ISLNK(est.st_mode),
                                               "mtime": est.st_mtime}
+    if out["isdir"] and want.get("snapshot"):
+        out["snapshot"] = snapshot.recorded_state(path)
     return out
 
 

@@ -183,6 +183,30 @@ def marker_matches(marker, repo_id, revision):
         and isinstance(marker.get("manifest"), list)
 
 
+def as_recorded(root, marker):
+    """Whether every file of the marker's manifest is as the marker recorded it when its content last matched
+    (size, modification and change times, inode, hash): complete without reading a file or asking the Hub. Returns
+    that and the judgement (``judge``'s, sizes only)."""
+    quick = judge(root, marker["manifest"], verify=False, recorded=marker.get("files"))
+    return quick["complete"] and not quick["changed"], quick
+
+
+def recorded_state(root):
+    """What the marker in root records, judged as ``as_recorded`` does (no file is read, nothing is asked): None
+    without a marker (no file, or not a JSON object); else its ``repo_id`` and ``revision``, and ``complete``."""
+    marker = read_marker(root)
+    if marker is None:
+        return None
+    out = {"repo_id": marker.get("repo_id"), "revision": marker.get("revision"), "complete": False}
+    if isinstance(marker.get("manifest"), list):
+        try:
+            out["complete"] = as_recorded(root, marker)[0]
+        except (KeyError, TypeError, ValueError, AttributeError, OSError):
+            # a manifest this collection did not write: not complete (model_snapshot judges it against the Hub)
+            pass
+    return out
+
+
 def marker_content(repo_id, revision, manifest, records=None):
     """The marker: the revision, its manifest, and per file what was found when its content matched."""
     return json.dumps({"repo_id": repo_id, "revision": revision, "manifest": manifest, "files": records or {}},

@@ -196,6 +196,15 @@ options:
             C(islnk) (unfollowed) and C(mtime), as the find module lists them with O(ignore:recurse=false).
         type: bool
         default: false
+      snapshot:
+        description:
+          - For each directory (not a link to one), what the model snapshot marker in it (C(.blackwell-snapshot.json),
+            written by M(blackwell.serving.model_snapshot)) records, judged as that module judges it before it asks the
+            Hub - C(repo_id), C(revision), and C(complete), whether every file the marker lists is as it recorded it
+            when its content last matched (size, modification and change times, inode); no file is read, no request is
+            made. Null without a marker.
+        type: bool
+        default: false
   free_space:
     description:
       - Paths whose free space is measured (RV(free_space), in this order), each on its nearest existing parent
@@ -286,7 +295,8 @@ paths:
   description:
     - Each path of O(read), as the stat module names what it finds (a link not followed); C(lnk_source) is where
       a link resolves to, C(lnk_target) what it says; C(checksum) (SHA-256) and C(content) where asked, for a
-      regular file; C(entries) where asked, for a directory (name -> C(path), C(isdir), C(isreg), C(islnk), C(mtime)).
+      regular file; C(entries) where asked, for a directory (name -> C(path), C(isdir), C(isreg), C(islnk), C(mtime));
+      C(snapshot) where asked, for a directory (C(repo_id), C(revision), C(complete); null without a marker).
   returned: always
   type: dict
   sample: {/etc/sglang/deployed/release: {exists: true, isreg: false, isdir: false, islnk: true,
@@ -350,7 +360,8 @@ def main():
             units=dict(type="list", elements="dict", default=[], options=unit_spec),
             read=dict(type="list", elements="dict", default=[], options=dict(
                 paths=dict(type="list", elements="path", required=True), checksum=dict(type="bool", default=False),
-                content=dict(type="bool", default=False), entries=dict(type="bool", default=False))),
+                content=dict(type="bool", default=False), entries=dict(type="bool", default=False),
+                snapshot=dict(type="bool", default=False))),
             free_space=dict(type="list", elements="path", default=[]),
             listening=dict(type="list", elements="int", default=[]),
             commands=dict(type="list", elements="dict", default=[], options=dict(

@@ -253,8 +253,8 @@ def main():
     matches = snapshot.marker_matches(marker, p["repo_id"], p["revision"])
     recorded = marker.get("files") if matches else None
     if matches and state != "checked" and not p["rehash"]:
-        quick = snapshot.judge(root, marker["manifest"], verify=False, recorded=recorded)
-        if quick["complete"] and not quick["changed"]:
+        done, quick = snapshot.as_recorded(root, marker)
+        if done:
             result.update(public(quick), source="marker")
             module.exit_json(**result)
 

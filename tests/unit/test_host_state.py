@@ -369,6 +369,43 @@ def test_read_path_refuses_a_large_file_as_text(tmp_path, monkeypatch):
     assert hs.read_path({"path": str(tmp_path / "big"), "checksum": True})["checksum"] == hashlib.sha256(b"12345").hexdigest()
 
 
+def test_read_path_judges_a_snapshot_marker_when_asked(tmp_path):
+    """snapshot: what a model snapshot's marker records, judged as model_snapshot judges it before it asks the Hub
+    (every file as recorded when its content last matched); no file is read for its content."""
+    import hashlib
+    import json
+    import os
+
+    from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
+
+    root = tmp_path / "rev"
+    root.mkdir()
+    data = b"\x01" * 4096
+    (root / "w.safetensors").write_bytes(data)
+    manifest = snapshot.normalise_manifest([{"path": "w.safetensors", "size": len(data), "oid": "0" * 40,
+                                             "lfs": {"oid": hashlib.sha256(data).hexdigest()}}])
+    judged = snapshot.judge(str(root), manifest, verify=True)
+    (root / snapshot.MARKER).write_text(snapshot.marker_content("org/m", "a" * 40, manifest, judged["records"]))
+
+    def read():
+        return hs.read_path({"path": str(root), "snapshot": True})["snapshot"]
+
+    assert read() == {"repo_id": "org/m", "revision": "a" * 40, "complete": True}
+    assert "snapshot" not in hs.read_path({"path": str(root)})
+    # touched back to its old time: its change time tells
+    st = os.stat(root / "w.safetensors")
+    os.utime(root / "w.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert read()["complete"] is False
+    (root / snapshot.MARKER).write_text(json.dumps({"revision": "a" * 40}))
+    assert read() == {"repo_id": None, "revision": "a" * 40, "complete": False}
+    (root / snapshot.MARKER).write_text("{not json")
+    assert read() is None
+    (root / snapshot.MARKER).unlink()
+    assert read() is None
+    got = run_module("host_state", {"read": [{"paths": [str(root), str(tmp_path / "gone")], "snapshot": True}]})
+    assert got["paths"][str(root)]["snapshot"] is None and "snapshot" not in got["paths"][str(tmp_path / "gone")], got
+
+
 def test_module_returns_paths_read_and_units(tmp_path):
     (tmp_path / "a").write_text("x\n")
     got = run_module("host_state", {"read": [{"paths": [str(tmp_path / "a")], "content": True},

@@ -1,148 +1,288 @@
-"""site.yml reads a converged host's weights once: the early start (entry point `start`) reads the layout and the
-snapshot, and where the pinned revision was complete, the main entry point later in the same run trusts that read
-on the same inputs instead of repeating it (about eight round trips on a converged host)."""
-import re
+"""model_weights as site.yml runs it (entry point `start` early, the main entry point plays later), by
+ansible-playbook on this machine against a revision's directory tree, a Hub stand-in and a stand-in of the `hf`
+client: each entry point decides from its own read of the host, and a converged host costs the main entry point
+one round trip. What each run asks the host, changes, downloads and asks the Hub is recorded and asserted; nothing
+a play registered is trusted by a later play (a marker removed, a file cut short or the link moved between two
+plays is found by the next)."""
+import getpass
+import grp
+import hashlib
+import json
+import os
+import stat
+import sys
+import textwrap
 
-import yaml
+import pytest
 
-from conftest import REPO
+from conftest import REPO, run_local_playbook
+from modrun import run_module, serve
 
-TASKS = REPO / "roles" / "model_weights" / "tasks"
+ROLE = "blackwell.serving.model_weights"
+REPO_ID = "org/model"
+A, B = "a" * 40, "b" * 40
+FILES = {"config.json": b'{"model_type": "glm_moe_dsa"}\n', "model-00001.safetensors": b"\x01" * 65536}
+MARKER = ".blackwell-snapshot.json"
+# benchmarks/fleet_noop.py's callback: per task, its play, action, outcomes and round trips (module calls on the host)
+PROFILE = REPO / "benchmarks" / "callback_plugins"
 
+# site.yml's order: the early start, the plays between (here one that may change the host), the main entry point
+# (a host of both the model cache's group and the servers' runs the main entry point first, instead of the start)
+PLAYBOOK = """
+- name: start
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: {role}
+        tasks_from: {first}
 
-def _tasks(name):
-    return yaml.safe_load((TASKS / name).read_text())
+- name: between
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.command:
+        argv: [sh, -c, "{{{{ between }}}}"]
+      when: between | length > 0
 
-
-def _key_vars():
-    text = (REPO / "roles" / "model_weights" / "vars" / "main.yml").read_text()
-    key = yaml.safe_load(text)["__model_weights_inputs_key"]
-    return set(re.findall(r"\b(model_weights_\w+|ansible_check_mode)\b", key))
-
-
-def test_the_start_marks_only_a_complete_revision():
-    mark = next(t for t in _tasks("start.yml") if "ansible.builtin.set_fact" in t)
-    assert mark["ansible.builtin.set_fact"] == {"__model_weights_start_complete": "{{ __model_weights_inputs_key }}"}
-    assert "__model_weights_before.complete | default(false) | bool" in mark["when"]
-    # it comes after the read it vouches for
-    names = [t["name"] for t in _tasks("start.yml")]
-    assert names.index(mark["name"]) == len(names) - 1
-
-
-def test_the_main_entry_point_skips_the_read_on_the_same_inputs_only_once():
-    stage = _tasks("stage.yml")
-    for file in ("layout.yml", "download.yml"):
-        task = next(t for t in stage if t.get("ansible.builtin.include_tasks", {}).get("file") == file)
-        # included: a skipped import would replace the start's registered results with skipped ones
-        assert "__model_weights_start_complete | default('') != __model_weights_inputs_key" in task["when"]
-        assert task["ansible.builtin.include_tasks"]["apply"]["tags"] == task["tags"]
-    clear = next(t for t in stage if "ansible.builtin.set_fact" in t)
-    # cleared on every run of the stage, and what it said passed on to wait.yml and switch.yml for this run only
-    assert "when" not in clear
-    assert clear["ansible.builtin.set_fact"]["__model_weights_start_complete"] == ""
-    trusted = clear["ansible.builtin.set_fact"]["__model_weights_trusted"]
-    assert "__model_weights_start_complete | default('') == __model_weights_inputs_key" in trusted
-    # complete by sizes only (no marker, a file changed since it was recorded) is verified and recorded as ever
-    assert "__model_weights_before.source | default('') == 'marker'" in trusted
-    order = [t["name"] for t in stage]
-    reads = [i for i, t in enumerate(stage)
-             if t.get("ansible.builtin.include_tasks", {}).get("file") in ("layout.yml", "download.yml")]
-    assert order.index(clear["name"]) > max(reads)
-    # wait.yml after it, as one skipped include where every one of its tasks would skip: the read is trusted (no
-    # download runs, nothing is verified again) and the token's file is not to remove
-    wait = next(t for t in stage if t.get("ansible.builtin.include_tasks", {}).get("file") == "wait.yml")
-    assert order.index(wait["name"]) > order.index(clear["name"])
-    assert wait["ansible.builtin.include_tasks"]["apply"]["tags"] == wait["tags"]
-    assert wait["when"][0] == "model_weights_download | bool"
-    skip = " ".join(wait["when"][1].split())
-    assert skip == ("not (__model_weights_trusted | bool and (model_weights_token | length == 0"
-                    " or __model_weights_layout_read.holds | default(false) | bool))")
-    for task in _tasks("wait.yml"):
-        # each task's own condition skips it where the include is skipped
-        when = " ".join(str(task.get("when", "")).split())
-        assert any(c in when for c in ("not __model_weights_before.complete", "__model_weights_trusted",
-                                       "is not skipped")), task["name"]
+- name: main
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role:
+        name: {role}
+    - ansible.builtin.copy:
+        content: "{{{{ {{'previous_dir': model_weights_previous_dir | default('')}} | to_json }}}}"
+        dest: "{{{{ out }}}}"
+        mode: "0644"
+      check_mode: false
+"""
 
 
-def test_what_is_missing_is_fetched_by_one_include_that_a_complete_revision_skips():
-    """download.yml's tasks after the read (space, message, the client, the token, the download) ran only where the
-    revision was not complete, each skipped on a converged host: they are one include with that condition."""
-    download = _tasks("download.yml")
-    fetch = download[-1]
-    assert fetch["ansible.builtin.include_tasks"]["file"] == "download_fetch.yml"
-    assert fetch["when"] == "not __model_weights_before.complete"
-    assert [n for n, t in enumerate(download) if "blackwell.serving.model_snapshot" in t] == [len(download) - 2]
-    moved = _tasks("download_fetch.yml")
-    assert len(moved) == 5 and any("ansible.builtin.command" in t for t in moved)
-    assert not any("__model_weights_before.complete" in str(t.get("when", "")) for t in moved)
+def blob(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def test_the_key_covers_every_input_of_the_read_on_a_complete_revision():
-    """A task of layout.yml, or of download.yml that runs where the revision is complete, reads these variables:
-    each must be in the key, or a changed input would be answered by a stale read."""
-    read = [t for t in _tasks("layout.yml")]
-    read += [t for t in _tasks("download.yml") if "not __model_weights_before.complete" not in str(t.get("when", ""))]
-    used = set()
-    for task in read:
-        used |= set(re.findall(r"\bmodel_weights_(?!token\b)\w+", yaml.safe_dump(task)))
-    defaults = yaml.safe_load((REPO / "roles" / "model_weights" / "defaults" / "main.yml").read_text())
-    used = {v for v in used if v in defaults}
-    assert used, "no inputs found: the test reads the wrong files"
-    assert used <= _key_vars(), used - _key_vars()
-    assert {"ansible_check_mode", "model_weights_download"} <= _key_vars()
+@pytest.fixture
+def hub():
+    """The Hub's tree listing of revisions A and B (the same files); each request is kept."""
+    listing = []
+    for path, data in FILES.items():
+        entry = {"type": "file", "path": path, "size": len(data), "oid": blob(data)}
+        if path.endswith(".safetensors"):
+            entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        listing.append(entry)
+    requests = []
+
+    def answer(path):
+        requests.append(path)
+        return (200, json.dumps(listing).encode()) if any(f"/tree/{r}?" in path for r in (A, B)) else (404, b"{}")
+
+    with serve(answer) as url:
+        yield url, requests
 
 
-def test_nothing_between_the_start_and_the_main_entry_point_touches_the_weights():
-    """site.yml's roles between the two entry points are the driver, CUDA and the Python stack: none of them
-    names a model_weights_ variable or the model's path (a role that did could change what the start read)."""
-    site = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
-    steps = [((t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role"))["name"].rsplit(".", 1)[-1],
-              (t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role")).get("tasks_from", "main"))
-             for play in site for t in play.get("tasks", [])
-             if "ansible.builtin.import_role" in t or "ansible.builtin.include_role" in t]
-    start = steps.index(("model_weights", "start"))
-    main = steps.index(("model_weights", "main"), start)
-    roles = steps[start + 1:main]
-    assert {"nvidia_driver", "cuda_toolkit", "sglang"} <= {r for r, _ in roles}, roles
-    for role, _ in roles:
-        for path in (REPO / "roles" / role / "tasks").glob("*.yml"):
-            assert not re.search(r"\bmodel_weights_", path.read_text()), (role, path.name)
+class Host:
+    """This machine as a host: a model path, its revisions, a virtual environment with a stand-in `hf`."""
+
+    def __init__(self, root, endpoint, requests):
+        self.root, self.endpoint, self.requests = root, endpoint, requests
+        self.model = root / "model"
+        self.revisions = root / "model.revisions"
+        self.venv = root / "venv"
+        self.source = root / "source"
+        self.hf_log = root / "hf.log"
+        self.profile = root / "profile.json"
+        (self.venv / "bin").mkdir(parents=True)
+        self.source.mkdir()
+        for path, data in FILES.items():
+            (self.source / path).write_bytes(data)
+        # the first download lasts until the main entry point has started its own client (a long download)
+        self.hf_hold = False
+        # the probe of tool.yml: huggingface_hub at the pinned version, nothing to install
+        self._script(self.venv / "bin" / "python", "#!/bin/sh\necho 1.33.0\n")
+
+    @staticmethod
+    def _script(path, text):
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+    def write_hf(self):
+        """`hf download REPO --revision SHA --local-dir DIR`: copies the revision's files there, logging when it
+        started and ended. With hf_hold, where a file is missing it first waits (two minutes at most) until a
+        second client waits for the lock it runs under (the main entry point's): a download that outlasts the plays
+        between."""
+        self._script(self.venv / "bin" / "hf", textwrap.dedent(f"""\
+            #!{sys.executable}
+            import os, shutil, sys, time
+            def waiting(lock):  # the flock processes that run or wait for lock
+                found = []
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        argv = open("/proc/" + pid + "/cmdline", "rb").read().split(b"\\0")
+                    except OSError:
+                        continue
+                    if len(argv) > 1 and argv[0].endswith(b"flock") and argv[1] == lock.encode():
+                        found.append(pid)
+                return found
+            args = sys.argv[1:]
+            dest = args[args.index("--local-dir") + 1]
+            with open({str(self.hf_log)!r}, "a") as fh:
+                fh.write("start %f %s\\n" % (time.time(), " ".join(args)))
+            deadline = time.time() + 120
+            while {self.hf_hold!r} and time.time() < deadline \\
+                    and not all(os.path.exists(dest + "/" + name) for name in {sorted(FILES)!r}):
+                if len(waiting(dest + "/.cache/blackwell-download.lock")) > 1:
+                    break
+                time.sleep(0.2)
+            for name in {sorted(FILES)!r}:
+                shutil.copyfile({str(self.source)!r} + "/" + name, dest + "/" + name)
+            with open({str(self.hf_log)!r}, "a") as fh:
+                fh.write("end %f\\n" % time.time())
+            """))
+
+    def converged(self, revision=A):
+        """The revision downloaded, verified and recorded (by model_snapshot, as a run of the role leaves it), and
+        in service."""
+        for path in (self.revisions, self.revisions / revision, self.revisions / revision / ".cache"):
+            path.mkdir(exist_ok=True)
+            path.chmod(0o755)
+        for path, data in FILES.items():
+            (self.revisions / revision / path).write_bytes(data)
+        done = run_module("model_snapshot", {"path": str(self.revisions / revision), "repo_id": REPO_ID,
+                                             "revision": revision, "endpoint": self.endpoint, "state": "verified"})
+        assert done["complete"], done
+        self.model.symlink_to(self.revisions / revision)
+        self.requests.clear()
+
+    def run(self, between="", check=False, first="start"):
+        self.write_hf()
+        out = self.root / "out.json"
+        return run_local_playbook(self.root, PLAYBOOK.format(role=ROLE, first=first), {
+            "out": str(out), "between": between, "model_weights_repo_id": REPO_ID,
+            "model_weights_path": str(self.model), "model_weights_revision": A,
+            "model_weights_owner": getpass.getuser(), "model_weights_group": grp.getgrgid(os.getgid()).gr_name,
+            "model_weights_token": "", "model_weights_endpoint": self.endpoint,
+            "model_weights_venv": str(self.venv), "model_weights_free_space_margin_gib": 0,
+            "model_weights_progress_interval": 1,
+            # the virtual environment is there (role uv_venv's output); become as this user, without sudo
+            "uv_venv_envs": {str(self.venv): {"uv": "/bin/false"}}, "ansible_become_method": "su"}, check=check)
+
+    def tasks(self, play):
+        """The role's tasks in one play, in order, as the benchmark's callback counts them."""
+        return [t for t in json.loads(self.profile.read_text()) if t["play"] == play and t["role"] != "(play)"]
+
+    def round_trips(self, play):
+        """The actions of the role's tasks that ran a module on the host in one play, once per round trip."""
+        return [t["action"] for t in self.tasks(play) for _ in range(t["round_trips"])]
+
+    def changed(self, play):
+        return [t["task"] for t in self.tasks(play) if t["changed"]]
+
+    def snapshot_recorded(self, play):
+        """Whether a play recorded the snapshot (model_snapshot changed: it wrote the marker)."""
+        return any(t["action"] == "model_snapshot" and t["changed"] for t in self.tasks(play))
+
+    def hf_runs(self):
+        return [line.split() for line in self.hf_log.read_text().splitlines()] if self.hf_log.exists() else []
 
 
-def test_wait_and_switch_trust_the_start_only_where_it_found_the_revision_complete():
-    """Where the early start found the revision complete, the main entry point neither verifies the snapshot again
-    nor reads the link again when it points at the revision; the output model_weights_previous_dir is set either
-    way. The switch entry point alone (repin.yml, no early start) trusts nothing."""
-    verify = next(t for t in _tasks("wait.yml") if "blackwell.serving.model_snapshot" in t)
-    assert "not (__model_weights_trusted | default(false) | bool)" in verify["when"]
-    switch = _tasks("switch.yml")
-    link = next(t for t in switch if "ansible.builtin.include_tasks" in t)
-    # untagged, as its tasks were: the main entry point's import tags them, the entry point switch does not
-    assert link["ansible.builtin.include_tasks"] == "switch_link.yml" and "tags" not in link
-    # included: a skipped stat would replace the start's registered link with a skipped result
-    assert any("__model_weights_trusted | default(false) | bool" in w
-               and "__model_weights_link.stat.lnk_target | default('') == __model_weights_dir" in w
-               for w in link["when"])
-    assert "model_weights_previous_dir" in next(t for t in switch if "ansible.builtin.set_fact" in t)[
-        "ansible.builtin.set_fact"]
-    assert not any("__model_weights_trusted" in yaml.safe_dump(t) for t in _tasks("switch_link.yml"))
+@pytest.fixture(autouse=True)
+def profile(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANSIBLE_CALLBACK_PLUGINS", str(PROFILE))
+    monkeypatch.setenv("ANSIBLE_CALLBACKS_ENABLED", "role_profile")
+    monkeypatch.setenv("BLACKWELL_ROLE_PROFILE", str(tmp_path / "profile.json"))
 
 
-def test_the_layout_read_judges_what_the_directory_task_and_the_token_removal_would_change():
-    """layout.yml's one read stands in for download.yml's directories and wait.yml's token removal where it holds:
-    it must judge exactly the directories that task makes, with the same owner, group and mode, and the token's
-    file absent."""
-    read = next(t for t in _tasks("layout.yml") if "blackwell.serving.host_state" in t)["blackwell.serving.host_state"]
-    mkdir = next(t for t in _tasks("download.yml") if t["name"] == "download | The revision's directory")
-    judged = {f["path"]: f for f in read["files"]}
-    for path in mkdir["loop"]:
-        assert judged[path]["state"] == "directory"
-        for key in ("owner", "group", "mode"):
-            assert judged[path][key] == mkdir["ansible.builtin.file"][key], (path, key)
-    assert len(judged) == len(mkdir["loop"]) + 1
-    assert judged["{{ __model_weights_token_path }}"]["state"] == "absent"
-    assert "not (__model_weights_layout_read.holds | default(false) | bool)" in str(mkdir["when"])
-    token = next(t for t in _tasks("wait.yml") if t["name"].startswith("wait | The access token's file"))
-    assert token["ansible.builtin.file"] == {"path": "{{ __model_weights_token_path }}", "state": "absent"}
-    # only where this run started no download: a download of this run writes the token after the read
-    assert any("__model_weights_trusted" in w and "__model_weights_layout_read.holds" in w for w in token["when"])
+@pytest.fixture
+def host(tmp_path, hub):
+    return Host(tmp_path, *hub)
+
+
+def test_a_converged_host_costs_the_main_entry_point_one_round_trip_and_changes_nothing(host):
+    host.converged()
+    host.run()
+    # one read each: the early start and the main entry point, each its own
+    assert host.round_trips("start") == ["host_state"]
+    assert host.round_trips("main") == ["host_state"]
+    assert host.changed("start") == [] and host.changed("main") == []
+    assert host.hf_runs() == [] and host.requests == [], "a converged host downloaded or asked the Hub"
+    assert os.readlink(host.model) == str(host.revisions / A)
+
+
+def test_check_mode_on_a_converged_host_reads_once_and_changes_nothing(host):
+    host.converged()
+    marker = (host.revisions / A / MARKER).read_text()
+    host.run(check=True)
+    assert host.round_trips("main") == ["host_state"]
+    assert host.changed("main") == []
+    assert (host.revisions / A / MARKER).read_text() == marker
+
+
+def test_a_marker_removed_between_the_start_and_the_main_entry_point_is_verified_and_recorded_again(host):
+    """The start found the revision complete; a play between removed its marker: the main entry point reads the
+    host itself, asks the Hub for the manifest, hashes every file and records the snapshot again, downloading
+    nothing (every file is there)."""
+    host.converged()
+    host.run(between=f"rm {host.revisions / A / MARKER}")
+    assert host.round_trips("start") == ["host_state"]
+    # without a marker: the Hub knows the revision (layout.yml), what is there, then every file verified and recorded
+    assert host.round_trips("main").count("model_snapshot") == 3, host.round_trips("main")
+    assert host.snapshot_recorded("main")
+    assert host.hf_runs() == []
+    assert host.requests, "the manifest was not asked for"
+    recorded = json.loads((host.revisions / A / MARKER).read_text())
+    assert recorded["revision"] == A and set(recorded["files"]) == set(FILES)
+
+
+def test_a_file_cut_short_between_the_start_and_the_main_entry_point_is_downloaded_again(host):
+    """The start found the revision complete; a play between cut a shard short (the marker still there): the main
+    entry point finds it, downloads it again and verifies it."""
+    host.converged()
+    shard = host.revisions / A / "model-00001.safetensors"
+    host.run(between=f"truncate -s 100 {shard}")
+    assert [run[0] for run in host.hf_runs()] == ["start", "end"]
+    assert shard.read_bytes() == FILES["model-00001.safetensors"]
+    assert host.snapshot_recorded("main")
+
+
+def test_a_link_moved_between_the_start_and_the_main_entry_point_is_put_back(host):
+    """Where a play between moved the link (the early start's read saw it at the revision), the main entry point
+    finds it moved, points it at the pinned revision again and keeps the other for a rollback."""
+    host.converged()
+    (host.revisions / B).mkdir()
+    host.run(between=f"ln -sfn {host.revisions / B} {host.model}")
+    assert os.readlink(host.model) == str(host.revisions / A)
+    assert os.readlink(host.revisions / ".rollback") == str(host.revisions / B)
+    assert json.loads((host.root / "out.json").read_text())["previous_dir"] == str(host.revisions / B)
+    assert any("switch_link | Point the model path at revision " + A[:12] in t for t in host.changed("main"))
+
+
+def test_a_download_the_start_began_is_waited_for_by_the_main_entry_point(host):
+    """On a new host the start begins the download in the background; the main entry point, later, runs the client
+    once more, which waits for the first (flock) and finds its files, then verifies, records and links the
+    revision."""
+    host.hf_hold = True
+    host.run()
+    runs = host.hf_runs()
+    assert [r[0] for r in runs] == ["start", "end", "start", "end"], runs
+    # the second began once the first had ended: it waited for the lock the first held
+    assert float(runs[2][1]) >= float(runs[1][1]), runs
+    assert "command" in host.round_trips("start"), "the start began no download"
+    assert "download_progress" in host.round_trips("main")
+    assert host.snapshot_recorded("main")
+    assert json.loads((host.revisions / A / MARKER).read_text())["revision"] == A
+    assert os.readlink(host.model) == str(host.revisions / A)
+
+
+def test_a_link_moved_between_two_plays_of_the_main_entry_point_is_put_back(host):
+    """The main entry point's read of the link in one play does not stand for a later play's: the second finds the
+    link moved and puts it back."""
+    host.converged()
+    # B is the revision kept for a rollback: the first play prunes nothing
+    (host.revisions / B).mkdir()
+    (host.revisions / ".rollback").symlink_to(host.revisions / B)
+    host.run(first="main", between=f"ln -sfn {host.revisions / B} {host.model}")
+    assert host.round_trips("start") == ["host_state"]
+    assert os.readlink(host.model) == str(host.revisions / A)
+    assert any("switch_link | Point the model path at revision " + A[:12] in t for t in host.changed("main"))
