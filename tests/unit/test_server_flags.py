@@ -72,7 +72,9 @@ def render(root, out, extra=None):
                            str(root / "tests/render/render_unit.yml"), "-e", f"render_dir={out}",
                            "-e", json.dumps(extra or {})],
                           cwd=str(root), capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg")})
+                          # the copy's collection, whatever the environment names (the lab's test runner sets it)
+                          env={**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+                               "ANSIBLE_COLLECTIONS_PATH": str(root / ".collections")})
     unit = out / "gpu-node-01.service"
     return proc, (unit.read_text() if unit.exists() else None)
 
