@@ -83,6 +83,14 @@ options:
       mode:
         description: The permission bits, as an octal string such as C("0644"); not compared when left out.
         type: str
+      validate:
+        description: Ignored here; M(blackwell.serving.host_files) takes it (so that one list of entries serves the
+          read and the writes).
+        type: str
+      secret:
+        description: Ignored here; M(blackwell.serving.host_files) takes it (so that one list of entries serves the
+          read and the writes). Give the reading task C(no_log) where a content is secret.
+        type: raw
   packages:
     description: Debian packages (read with one C(dpkg-query)), each wanted installed.
     type: list
@@ -341,7 +349,9 @@ def main():
     file_spec = dict(path=dict(type="path", required=True),
                      state=dict(type="str", default="file", choices=["file", "absent", "directory", "link", "exists"]),
                      content=dict(type="str"), src=dict(type="str"), owner=dict(type="str"),
-                     group=dict(type="str"), mode=dict(type="str"))
+                     group=dict(type="str"), mode=dict(type="str"),
+                     # the writer's keys (blackwell.serving.host_files): taken so that one list serves both, not read
+                     validate=dict(type="str"), secret=dict(type="raw"))
     package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
                         held=dict(type="bool", default=False),
                         state=dict(type="str", default="present", choices=["present", "offered", "absent"]))

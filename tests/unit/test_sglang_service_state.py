@@ -53,22 +53,16 @@ PLAYBOOK = """
       when: write | bool
       block:
         # user.yml's directories, from the same data (its group, user and package tasks would change this machine)
-        - ansible.builtin.file:
-            path: "{{{{ item.path }}}}"
-            state: "{{{{ item.state }}}}"
-            owner: "{{{{ item.owner }}}}"
-            group: "{{{{ item.group }}}}"
-            mode: "{{{{ item.mode }}}}"
-          loop: "{{{{ __sglang_service_user_files }}}}"
+        - blackwell.serving.host_files:
+            files: "{{{{ __sglang_service_user_files }}}}"
         - ansible.builtin.include_role:
             name: {role}
             tasks_from: config_write
         # deploy.yml's inputs to the restart decision
         - ansible.builtin.set_fact:
             written:
-              unit_changed: "{{{{ __sglang_service_unit_path in (__sglang_service_written.results
-                                 | selectattr('changed') | map(attribute='item.path') | list) }}}}"
-              env_changed: "{{{{ __sglang_service_envfile is changed }}}}"
+              unit_changed: "{{{{ __sglang_service_unit_path in __sglang_service_written.changed_paths }}}}"
+              env_changed: "{{{{ __sglang_service_env_path in __sglang_service_written.changed_paths }}}}"
         - ansible.builtin.include_role:
             name: {role}
             tasks_from: state
