@@ -28,8 +28,6 @@ def entry_errors(number, entry):
         errors.append(f"{where}: state must be one of {sorted(STATES)}, found {state!r}")
     if "content" in entry and state != "file":
         errors.append(f"{where}: content is written to a file (state file), not with state {state!r}")
-    if "validate" in entry and "content" not in entry:
-        errors.append(f"{where}: validate checks a written content; this entry has none")
     if state == "link" and not entry.get("src"):
         errors.append(f"{where}: a link needs its src")
     return errors
@@ -54,6 +52,8 @@ class ActionModule(ActionBase):
         files = self._task.args.get("files")
         if not isinstance(files, list):
             raise AnsibleActionFail(f"files must be a list of entries, found {type(files).__name__}")
+        # a key whose value is none is left out (an entry's content where a setting turns the file off)
+        files = [{k: v for k, v in e.items() if v is not None} if isinstance(e, dict) else e for e in files]
         errors = [e for number, entry in enumerate(files, 1) for e in entry_errors(number, entry)]
         if errors:
             raise AnsibleActionFail("; ".join(errors))

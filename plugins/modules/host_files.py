@@ -12,12 +12,14 @@ short_description: Make a host's files, directories and links what a role's data
 version_added: 0.4.0
 description:
   - Writes each entry of O(files), in the list's order, stopping at the first that fails.
-  - The entries are those a role's state read gives M(blackwell.serving.host_state) in its C(files) option (the
-    same keys, plus O(files[].validate) and O(files[].secret), which the read does not take): a role writes its
-    desired state as data once, and both the read and this writer loop over it, so they cannot disagree.
+  - The entries are those a role's state read gives M(blackwell.serving.host_state) in its C(files) option, the
+    same keys (O(files[].validate) and O(files[].secret) are this writer's; the read ignores them). A role writes
+    its desired state as data once, and both the read and this writer loop over it, so they cannot disagree.
   - An entry with O(files[].content) is written by M(ansible.builtin.copy) (check mode, diff, validate), any other by
     M(ansible.builtin.file).
   - Every entry is checked before the first is written; a wrong key or state stops the task with nothing changed.
+  - A key whose value is null is left out, as host_state leaves it out, so that an entry can say C(state=absent)
+    and C(content=null) where a setting turns its file off.
 options:
   files:
     description: The entries.
@@ -51,7 +53,8 @@ options:
         description: The permission bits, as an octal string such as C("0644").
         type: str
       validate:
-        description: A command that checks the new content before it is installed (M(ansible.builtin.copy)'s).
+        description: A command that checks the new content before it is installed (M(ansible.builtin.copy)'s); not
+          used by an entry without content.
         type: str
       secret:
         description: Whatever its value, the entry's content is neither shown in a diff nor logged.
