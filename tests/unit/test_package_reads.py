@@ -58,24 +58,6 @@ def test_no_debian_path_sets_the_packages_fact():
         assert "ansible_facts['packages']" not in path.read_text(), path
 
 
-def test_the_reads_take_the_place_of_package_facts():
-    driver = {t["name"]: t for f in ("install-debian.yml", "foreign-debian.yml")
-              for t in tasks_of(REPO / "roles/nvidia_driver/tasks" / f)}
-    before = driver["foreign-debian | Read the driver packages already installed"]
-    after = driver["install-debian | Read the installed driver packages"]
-    for read in (before, after):
-        assert read["blackwell.serving.host_state"]["patterns"] == [
-            {"match": "{{ __nvidia_driver_versioned_regex }}", "exclude": "{{ __nvidia_driver_unversioned_regex }}"}]
-    # the compute set is read by name: a package the pin's globs do not name is still found missing or not
-    assert after["blackwell.serving.host_state"]["packages"] == [
-        {"name": "{{ __nvidia_driver_packages[nvidia_driver_kernel_modules] }}"}]
-    users = [t for t in driver.values() if "__nvidia_driver_installed" in json.dumps(t)]
-    assert users and all("__nvidia_driver_packages_read" in t.get("vars", {}) for t in users)
-    toolkit = {t["name"]: t for t in tasks_of(REPO / "roles/cuda_toolkit/tasks/install-debian.yml")}
-    assert toolkit["install-debian | Driver packages before the toolkit"]["blackwell.serving.host_state"] == {
-        "patterns": [{"match": "{{ __cuda_toolkit_driver_regex }}"}]}
-
-
 def test_what_the_reads_answer_is_judged_as_package_facts_was(tmp_path):
     installed = {"nvidia-open": "580.95.05-1", "nvidia-kernel-open-dkms": "580.95.05-1",
                  "libnvidia-compute": "580.82.07-1", "firmware-nvidia-gsp": "580.95.05-1",
