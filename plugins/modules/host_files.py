@@ -18,8 +18,9 @@ description:
   - An entry with O(files[].content) is written by M(ansible.builtin.copy) (check mode, diff, validate), any other by
     M(ansible.builtin.file).
   - Every entry is checked before the first is written; a wrong key or state stops the task with nothing changed.
-  - A key whose value is null is left out, as host_state leaves it out, so that an entry can say C(state=absent)
-    and C(content=null) where a setting turns its file off.
+  - A key whose value is null is left out, as host_state leaves it out. Where a setting turns a file off, give
+    the entry C(state=absent) and its content C(omit), which every ansible-core drops from a task's arguments (a
+    null in a template is the string C(None) before ansible-core 2.19).
 options:
   files:
     description: The entries.

@@ -31,6 +31,11 @@ PLAYBOOK = """
         src: "{{ root }}/conf"
       - path: "{{ root }}/old.env"
         state: absent
+      # a setting that turns a file off: its content omitted (a none would be the string "None" before 2.19)
+      - path: "{{ root }}/off.conf"
+        state: "{{ 'file' if on | default(false) else 'absent' }}"
+        content: "{{ 'on\\n' if on | default(false) else omit }}"
+        mode: "0644"
   tasks:
     - name: Write them
       blackwell.serving.host_files:
@@ -85,9 +90,17 @@ def test_check_mode_then_a_run_then_nothing_left_to_change(tmp_path):
     assert (root / "conf" / "server.yaml").read_text() == "api_key: k-1\n"
     assert oct((root / "conf" / "server.yaml").stat().st_mode & 0o777) == "0o640"
     assert os.readlink(root / "current") == str(root / "conf") and not (root / "old.env").exists()
+    assert not (root / "off.conf").exists()
     proc, said = run(tmp_path)
     assert proc.returncode == 0 and not said["written"]["changed"] and said["written"]["changed_paths"] == []
     assert said["holds"]
+    # the setting turned on, then off again
+    proc, said = run(tmp_path, "-e", "on=true")
+    assert proc.returncode == 0 and said["written"]["changed_paths"] == [str(root / "off.conf")] and said["holds"]
+    assert (root / "off.conf").read_text() == "on\n"
+    proc, said = run(tmp_path)
+    assert proc.returncode == 0 and said["written"]["changed_paths"] == [str(root / "off.conf")] and said["holds"]
+    assert not (root / "off.conf").exists()
 
 
 def test_a_diff_shows_what_changes_but_never_a_secret(tmp_path):
