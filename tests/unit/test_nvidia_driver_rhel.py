@@ -46,7 +46,11 @@ def load(rel):
 
 
 def tasks():
-    return load("tasks/install-redhat.yml")
+    """install-redhat.yml's tasks in the order they run, those of its blocks included."""
+    def flat(items):
+        for t in items:
+            yield from flat(t["block"]) if "block" in t else [t]
+    return list(flat(load("tasks/install-redhat.yml")))
 
 
 def test_compute_only_packages_at_the_exact_version_from_the_open_stream():
