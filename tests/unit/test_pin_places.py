@@ -52,7 +52,7 @@ KNOWN = {
     ("cuda_toolkit_version", "lab/aptrepo.py"): "the lab's apt repository offers this release",
     ("nvidia_driver_version", "lab/aptrepo_ubuntu.py"): "the lab's ubuntu2404 stand-in offers this release (and others)",
     ("cuda_toolkit_version", "plugins/module_utils/verify.py"): "a comment on nvcc's version string",
-    ("cuda_toolkit_version", "roles/cuda_toolkit/tasks/validate.yml"): "an example in an error message",
+    ("cuda_toolkit_version", "roles/cuda_toolkit/tasks/preflight.yml"): "an example in an error message",
     ("uv_venv_uv_version", "roles/uv_venv/tasks/preflight.yml"): "an example in an error message",
     ("sglang_commit", "lab/sglang_repo.py"): "the lab's sglang history names the upstream commit it stands for",
     ("sglang_commit", "plugins/modules/sglang_sm120_check.py"): "a RETURN sample (documentation)",
