@@ -21,7 +21,7 @@ INTERRUPT = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "tests" / "integration" / "c
 STEPS = {
     "env_written": "config_write | The unit, checked by systemd-analyze",         # the environment file, not the unit
     "unit_written": "deploy | Decide whether to restart",                         # the unit, not reloaded
-    "reloaded": "deploy_restart | Clear the unit's start-limit count",            # reloaded, not restarted
+    "reloaded": "restart | Clear the unit's start-limit count",                   # reloaded, not restarted
     "restarted": "started | The unit and environment file",                       # restarted, nothing noted
     "in_gate": "gate | One token from /health_generate",                          # restarted, in the health gate
     "recording": "deploy_restart | Record the release that passed the gate",      # unit and environment recorded
@@ -260,7 +260,7 @@ def test_an_option_value_the_server_refuses_is_refused_before_the_unit_changes(c
     proc = playbook(SITE, "-e", "sglang_service_attention_backend=flashinfer2")
     assert proc.returncode != 0, "an attention backend sglang does not have was not refused (output above)"
     assert "sglang_service_attention_backend=flashinfer2 (--attention-backend: not one of" in proc.stdout
-    assert "Nothing was changed" in proc.stdout and "deploy_restart | Restart" not in proc.stdout
+    assert "Nothing was changed" in proc.stdout and "restart | Restart the service" not in proc.stdout
     assert host_state() == before, "the host changed before the refusal"
     assert recap(proc.stdout)[HOST]["changed"] == 0
 
