@@ -88,6 +88,9 @@ class ActionModule(ActionBase):
                 args["src"] = entry["src"]
             if args["state"] in ("absent", "link"):
                 args.pop("mode", None)
+            if args["state"] == "link":
+                # the link itself, as host_state judges it: an owner or group is the link's, not its target's
+                args["follow"] = False
             if args["state"] == "link" and self._task.check_mode:
                 # the target may be one this run makes before (a release it builds): check mode says the link
                 # changes instead of failing on a target that is not there yet; a real run still refuses one
