@@ -73,7 +73,8 @@ class ActionModule(ActionBase):
                     diffs.extend(outcome["diff"] if isinstance(outcome["diff"], list) else [outcome["diff"]])
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        result["results"] = results
+        # not `results`: Ansible reads a result with that key as a loop's in places (callbacks, profilers)
+        result["files"] = results
         result["changed"] = any(r["changed"] for r in results)
         result["changed_paths"] = [r["path"] for r in results if r["changed"]]
         if diffs:

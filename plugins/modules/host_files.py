@@ -91,7 +91,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-results:
+files:
   description: Each entry written, in order, with whether it changed.
   returned: always
   type: list
