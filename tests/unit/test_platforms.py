@@ -57,7 +57,7 @@ PLAYBOOK = """
         mode: "0644"
         content: "{{{{ __result | to_json }}}}"
 """
-ENTRY = {"nvidia_driver": "set_vars", "cuda_toolkit": "validate", "nvidia_repo": "main", "preflight": "platform"}
+ENTRY = {"nvidia_driver": "set_vars", "cuda_toolkit": "preflight", "nvidia_repo": "main", "preflight": "platform"}
 
 
 def expected_repo(platform):
