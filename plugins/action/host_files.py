@@ -40,6 +40,7 @@ class ActionModule(ActionBase):
     by ansible.builtin.file. Every entry is checked before the first is written."""
 
     TRANSFERS_FILES = True
+    _requires_connection = True
     _supports_check_mode = True
     _supports_async = False
 
