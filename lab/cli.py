@@ -93,14 +93,15 @@ TEST_WORKERS = "BLACKWELL_LAB_TEST_WORKERS"
 
 
 def parallel(pytest_args: list[str]) -> list[str]:
-    """Two test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
+    """Three test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
 
-    Much of a lab test is waiting (apt, uv, a server's start, a health gate), so the Molecule group and the SSH
-    lab hosts' group run side by side even on two cores; tests/conftest.py says which test belongs to which.
+    Much of a lab test is waiting (apt, uv, a server's start, a health gate), so the SSH lab hosts' group, the
+    Molecule group and the control nodes' unit tests run side by side even on two cores, the short tests filling
+    the gaps; tests/conftest.py says which test belongs to which group, and starts the longest first.
     """
     if any(a == "-n" or a.startswith(("-n=", "--numprocesses")) or a == "no:xdist" for a in pytest_args):
         return []
-    workers = os.environ.get(TEST_WORKERS, "2")
+    workers = os.environ.get(TEST_WORKERS, "3")
     if not workers.isdigit():
         raise LabError(f"{TEST_WORKERS} must be a number of workers (0: no parallel run), found {workers!r}")
     if int(workers) < 2:

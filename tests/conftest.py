@@ -12,7 +12,7 @@ for p in (REPO, REPO / ".collections"):
         sys.path.insert(0, str(p))
 
 
-# `python3 -m lab test` runs the tests in two workers (pytest-xdist). The tests that drive the SSH lab hosts share
+# `python3 -m lab test` runs the tests in three workers (pytest-xdist). The tests that drive the SSH lab hosts share
 # them (lab-gpu-1 is converged once and reused, in file order), so they are one unit of work for one worker; the
 # Molecule scenarios, each in its own container, are another, run beside them; every other test module (unit
 # tests, lint, sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt
@@ -85,8 +85,22 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# The longest work units first, so that the many short ones fill the workers' gaps instead of the lab hosts' unit
+# starting once every unit test has run (xdist hands out work units in collection order): the SSH lab hosts' tests,
+# the Molecule scenarios, the control nodes' unit tests under each ansible-core; then every other in file order.
+LONGEST_FIRST = ("lab-hosts", "molecule", "tests/integration/test_control_nodes.py")
+
+
+def _unit_rank(nodeid):
+    unit = work_unit(nodeid)
+    return LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest as _pytest
+
+    # a stable sort: within a unit the tests keep their file order (the lab hosts' tests depend on it)
+    items[:] = sorted(items, key=lambda item: _unit_rank(item.nodeid))
 
     for item in items:
         controller, target = file_kinds(getattr(item, "fspath", ""))

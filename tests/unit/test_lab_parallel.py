@@ -1,13 +1,14 @@
-"""`python3 -m lab test` runs two workers by default; a worker count the user gives wins."""
+"""`python3 -m lab test` runs three workers by default; a worker count the user gives wins. The longest work units
+are handed out first, each keeping its tests' order."""
 import pytest
 
 from lab import cli
 from lab.util import LabError
 
 
-def test_two_workers_by_default(monkeypatch):
+def test_three_workers_by_default(monkeypatch):
     monkeypatch.delenv(cli.TEST_WORKERS, raising=False)
-    assert cli.parallel(["-k", "molecule"]) == ["-n", "2", "-v"]
+    assert cli.parallel(["-k", "molecule"]) == ["-n", "3", "-v"]
 
 
 @pytest.mark.parametrize("given", [["-n", "4"], ["-n=0"], ["--numprocesses", "3"], ["-p", "no:xdist"]])
@@ -34,3 +35,26 @@ def test_work_units_keep_shared_hosts_on_one_worker():
     assert units == {"lab-hosts"}
     assert work_unit("tests/integration/test_molecule.py::test_molecule_scenario[sglang]") == "molecule"
     assert work_unit("tests/unit/test_x.py::test_a[b::c]") == "tests/unit/test_x.py"
+
+
+def test_the_longest_units_come_first_each_in_its_own_order():
+    import conftest
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid, self.fspath = nodeid, ""
+
+        def add_marker(self, marker):
+            pass
+
+    ids = ["tests/unit/test_a.py::t1", "tests/integration/test_control_nodes.py::c1",
+           "tests/integration/test_molecule.py::m[sglang]", "tests/integration/test_site_lab.py::s1",
+           "tests/unit/test_b.py::t2", "tests/integration/test_site_lab_fleet.py::f1",
+           "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_site_lab.py::s2"]
+    items = [Item(i) for i in ids]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.nodeid for i in items] == [
+        "tests/integration/test_site_lab.py::s1", "tests/integration/test_site_lab_fleet.py::f1",
+        "tests/integration/test_site_lab.py::s2", "tests/integration/test_molecule.py::m[sglang]",
+        "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_control_nodes.py::c1",
+        "tests/unit/test_a.py::t1", "tests/unit/test_b.py::t2"]
