@@ -19,7 +19,8 @@ INTERRUPT = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "tests" / "integration" / "c
 
 # Each step of the deploy sequence, named by the task the run is killed before, with what is done by then.
 STEPS = {
-    "env_written": "config_write | The unit, checked by systemd-analyze",         # the environment file, not the unit
+    # (the options file and the unit are written by one host_files task: a kill between them is one inside it)
+    "config_due": "config_write | The start-up code, the options file sglang reads (the API key), and the unit",
     "unit_written": "deploy | Decide whether to restart",                         # the unit, not reloaded
     "reloaded": "restart | Clear the unit's start-limit count",                   # reloaded, not restarted
     "restarted": "started | The unit and environment file",                       # restarted, nothing noted
