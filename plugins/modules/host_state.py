@@ -351,7 +351,7 @@ def main():
                      content=dict(type="str"), src=dict(type="str"), owner=dict(type="str"),
                      group=dict(type="str"), mode=dict(type="str"),
                      # the writer's keys (blackwell.serving.host_files): taken so that one list serves both, not read
-                     validate=dict(type="str"), secret=dict(type="raw"))
+                     validate=dict(type="str"), secret=dict(type="raw", no_log=False))
     package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
                         held=dict(type="bool", default=False),
                         state=dict(type="str", default="present", choices=["present", "offered", "absent"]))
