@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
 
@@ -52,10 +53,16 @@ def test_role_gathers_what_it_reads(role):
     assert "min" in subsets
     assert ("hardware" in subsets) == bool(needs & HARDWARE), (role, needs & HARDWARE)
     assert ("chroot" in subsets) == bool(needs & CHROOT), (role, needs & CHROOT)
-    when = first["when"] if isinstance(first["when"], str) else " or ".join(first["when"])
-    assert "ansible_facts['os_family'] is not defined" in when
-    for fact in needs & (HARDWARE | CHROOT):
-        assert f"ansible_facts['{fact}'] is not defined" in when
+    # the condition, evaluated: false where the play gathered every fact the role reads (the task is skipped, no
+    # round trip), true where any one of them is missing
+    when = first["when"] if isinstance(first["when"], str) else " or ".join(f"({w})" for w in first["when"])
+    condition = jinja2.Environment().compile_expression(when)
+    everything = {fact: "x" for fact in needs | {"os_family"}}
+    assert not condition(ansible_facts=everything), f"{role}: gathers again where the play gathered all it reads"
+    for name, subset in (("min", MIN | {"os_family"}), ("hardware", HARDWARE), ("chroot", CHROOT)):
+        if needs & subset or name == "min":
+            missing = {k: v for k, v in everything.items() if k not in subset}
+            assert condition(ansible_facts=missing), f"{role}: does not gather where the play left out {name}"
     assert first["tags"] == ["always"]
 
 
@@ -67,7 +74,8 @@ def test_the_roles_that_read_facts():
 def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
     """site.yml's facts come from playbooks/preflight.yml: every play gathers the platform (min) and the addresses
     (network: the routers' workers and the site cache's URL read default_ipv4); the servers' play also the
-    hardware subset, for nvidia_driver's CPU vendor, so that no role gathers again; none gathers everything."""
+    hardware and chroot subsets, for nvidia_driver's CPU vendor and its image builds, so that no role gathers again
+    (its own setup task is then skipped, no round trip); none gathers everything."""
     needs_hardware = set().union(*(facts_read(r) for r in ROLES)) & HARDWARE
     assert needs_hardware == {"processor"}
     plays = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
@@ -78,7 +86,10 @@ def test_the_preflight_plays_gather_what_the_roles_read_and_no_more():
         assert len(setup) == 1 and play["gather_facts"] is False, play["name"]
         gathered[play["hosts"]] = set(setup[0]["ansible.builtin.setup"]["gather_subset"])
     servers = gathered.pop("{{ blackwell_serving_hosts | default('gpu_servers') }}")
-    assert servers == {"min", "network", "hardware"}
+    # every subset a server role would gather for itself where no play did (its first task): gathered here, once
+    own = set().union(*(yaml.safe_load((REPO / "roles" / r / "tasks" / "main.yml").read_text())[0]
+                        ["ansible.builtin.setup"]["gather_subset"] for r in ROLES if facts_read(r)))
+    assert servers == {"min", "network"} | own, "the servers' preflight gathers what their roles would gather again"
     assert gathered and all(subsets == {"min", "network"} for subsets in gathered.values()), gathered
 
 
