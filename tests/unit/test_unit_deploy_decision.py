@@ -190,3 +190,28 @@ def test_a_change_that_passes_is_recorded_and_one_that_fails_is_rolled_back(tmp_
         assert calls.count("restart blackwell-test.service") == 2 and "daemon-reload" in calls, calls
     finally:
         server.shutdown()
+
+
+def test_the_restart_entry_point_reloads_restarts_notes_and_gates(tmp_path):
+    """A caller that put a unit back itself (sglang_service's revert) asks the entry point `restart`: systemd reloaded
+    so that the unit on disk is the one that starts, from a clean start-limit count, what it started with noted, and
+    gated; a service that fails the gate fails the run."""
+    root = host(tmp_path)
+    env = root / "etc" / "blackwell-test.yaml"
+    env.write_text("healthy: 1\n")
+    Health.env = env
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    log = tmp_path / "bin" / "systemctl.log"
+    try:
+        run(tmp_path, "restart", url=url)
+        calls = log.read_text().splitlines()
+        assert calls.index("reset-failed blackwell-test.service") < calls.index("daemon-reload") \
+            < calls.index("restart blackwell-test.service"), calls
+        assert json.loads((root / "deployed" / "started.json").read_text())["env"] == sha256(env)
+        env.write_text("broken: 1\n")
+        proc, _ = run(tmp_path, "restart", url=url, ok=False)
+        assert "did not pass the health gate" in proc.stdout
+    finally:
+        server.shutdown()
