@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 PLAYBOOK = """
@@ -144,74 +146,68 @@ class Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_change_that_passes_is_recorded_and_one_that_fails_is_rolled_back(tmp_path):
+@pytest.fixture
+def healthy(tmp_path):
+    """The host of host(), its environment file saying healthy, and a /health endpoint that reads it: (root, env,
+    url, systemctl's log)."""
     root = host(tmp_path)
     env = root / "etc" / "blackwell-test.yaml"
     env.write_text("healthy: 1\n")
-    shutil.copy(env, root / "deployed" / env.name)
     Health.env = env
     server = http.server.HTTPServer(("127.0.0.1", 0), Health)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}"
-    log = tmp_path / "bin" / "systemctl.log"
-    try:
-        # the release moved (and no note of a start yet: what last passed is what runs): restarted, noted, gated,
-        # recorded
-        os.unlink(root / "current")
-        os.symlink(root / "releases" / "b", root / "current")
-        proc, reasons = run(tmp_path, "main", url=url)
-        assert reasons == ["the release changed (a to b)"], reasons
-        assert "Restart the service (the release changed (a to b)" in proc.stdout
-        assert os.readlink(root / "deployed" / "release") == str(root / "releases" / "b")
-        assert json.loads((root / "deployed" / "gate.json").read_text()) == {"url": url, "api_key": ""}
-        assert json.loads((root / "deployed" / "started.json").read_text())["release"] == str(root / "releases" / "b")
-        calls = log.read_text().splitlines()
-        assert calls.count("reset-failed blackwell-test.service") == 1, calls
-        assert calls.count("restart blackwell-test.service") == 1 and "daemon-reload" not in calls, calls
-        assert run(tmp_path, "main", url=url)[1] == [], "a second run found a reason to restart"
-
-        # an environment file and a release that fail the gate, asked at another address: rolled back to the record
-        # and gated where it passed
-        log.unlink()
-        env.write_text("healthy: no more\n".replace("healthy", "broken"))
-        os.unlink(root / "current")
-        os.symlink(root / "releases" / "a", root / "current")
-        proc, _ = run(tmp_path, "main", ok=False, url="http://127.0.0.1:9")
-        assert "did not pass the health gate at http://127.0.0.1:9" in proc.stdout
-        assert "the stand-in server refused its settings" in proc.stdout
-        assert "ROLLED BACK" in proc.stdout and "again on b, with" in proc.stdout and "and is healthy" in proc.stdout
-        assert env.read_text() == "healthy: 1\n" and oct(env.stat().st_mode & 0o777) == "0o640"
-        assert os.readlink(root / "current") == str(root / "releases" / "b")
-        assert os.readlink(root / "deployed" / "release") == str(root / "releases" / "b")
-        assert json.loads((root / "deployed" / "started.json").read_text())["env"] == sha256(env)
-        calls = log.read_text().splitlines()
-        # the change's restart and the rollback's, from a clean start-limit count, systemd reloaded for the unit put back
-        assert calls.count("reset-failed blackwell-test.service") == 2, calls
-        assert calls.count("restart blackwell-test.service") == 2 and "daemon-reload" in calls, calls
-    finally:
-        server.shutdown()
+    yield root, env, f"http://127.0.0.1:{server.server_port}", tmp_path / "bin" / "systemctl.log"
+    server.shutdown()
 
 
-def test_the_restart_entry_point_reloads_restarts_notes_and_gates(tmp_path):
+def test_a_change_that_passes_is_recorded_and_one_that_fails_is_rolled_back(tmp_path, healthy):
+    root, env, url, log = healthy
+    shutil.copy(env, root / "deployed" / env.name)
+    # the release moved (and no note of a start yet: what last passed is what runs): restarted, noted, gated,
+    # recorded
+    os.unlink(root / "current")
+    os.symlink(root / "releases" / "b", root / "current")
+    proc, reasons = run(tmp_path, "main", url=url)
+    assert reasons == ["the release changed (a to b)"], reasons
+    assert "Restart the service (the release changed (a to b)" in proc.stdout
+    assert os.readlink(root / "deployed" / "release") == str(root / "releases" / "b")
+    assert json.loads((root / "deployed" / "gate.json").read_text()) == {"url": url, "api_key": ""}
+    assert json.loads((root / "deployed" / "started.json").read_text())["release"] == str(root / "releases" / "b")
+    calls = log.read_text().splitlines()
+    assert calls.count("reset-failed blackwell-test.service") == 1, calls
+    assert calls.count("restart blackwell-test.service") == 1 and "daemon-reload" not in calls, calls
+    assert run(tmp_path, "main", url=url)[1] == [], "a second run found a reason to restart"
+
+    # an environment file and a release that fail the gate, asked at another address: rolled back to the record
+    # and gated where it passed
+    log.unlink()
+    env.write_text("healthy: no more\n".replace("healthy", "broken"))
+    os.unlink(root / "current")
+    os.symlink(root / "releases" / "a", root / "current")
+    proc, _ = run(tmp_path, "main", ok=False, url="http://127.0.0.1:9")
+    assert "did not pass the health gate at http://127.0.0.1:9" in proc.stdout
+    assert "the stand-in server refused its settings" in proc.stdout
+    assert "ROLLED BACK" in proc.stdout and "again on b, with" in proc.stdout and "and is healthy" in proc.stdout
+    assert env.read_text() == "healthy: 1\n" and oct(env.stat().st_mode & 0o777) == "0o640"
+    assert os.readlink(root / "current") == str(root / "releases" / "b")
+    assert os.readlink(root / "deployed" / "release") == str(root / "releases" / "b")
+    assert json.loads((root / "deployed" / "started.json").read_text())["env"] == sha256(env)
+    calls = log.read_text().splitlines()
+    # the change's restart and the rollback's, from a clean start-limit count, systemd reloaded for the unit put back
+    assert calls.count("reset-failed blackwell-test.service") == 2, calls
+    assert calls.count("restart blackwell-test.service") == 2 and "daemon-reload" in calls, calls
+
+
+def test_the_restart_entry_point_reloads_restarts_notes_and_gates(tmp_path, healthy):
     """A caller that put a unit back itself (sglang_service's revert) asks the entry point `restart`: systemd reloaded
     so that the unit on disk is the one that starts, from a clean start-limit count, what it started with noted, and
     gated; a service that fails the gate fails the run."""
-    root = host(tmp_path)
-    env = root / "etc" / "blackwell-test.yaml"
-    env.write_text("healthy: 1\n")
-    Health.env = env
-    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}"
-    log = tmp_path / "bin" / "systemctl.log"
-    try:
-        run(tmp_path, "restart", url=url)
-        calls = log.read_text().splitlines()
-        assert calls.index("reset-failed blackwell-test.service") < calls.index("daemon-reload") \
-            < calls.index("restart blackwell-test.service"), calls
-        assert json.loads((root / "deployed" / "started.json").read_text())["env"] == sha256(env)
-        env.write_text("broken: 1\n")
-        proc, _ = run(tmp_path, "restart", url=url, ok=False)
-        assert "did not pass the health gate" in proc.stdout
-    finally:
-        server.shutdown()
+    root, env, url, log = healthy
+    run(tmp_path, "restart", url=url)
+    calls = log.read_text().splitlines()
+    assert calls.index("reset-failed blackwell-test.service") < calls.index("daemon-reload") \
+        < calls.index("restart blackwell-test.service"), calls
+    assert json.loads((root / "deployed" / "started.json").read_text())["env"] == sha256(env)
+    env.write_text("broken: 1\n")
+    proc, _ = run(tmp_path, "restart", url=url, ok=False)
+    assert "did not pass the health gate" in proc.stdout
