@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import shlex
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 # what host_state reads of an entry, and what only the writes take
 READ_KEYS = {"path", "state", "content", "src", "owner", "group", "mode"}
-WRITE_KEYS = {"validate", "secret"}
+WRITE_KEYS = {"validate", "secret", "systemd_unit"}
+# a unit's check before it is installed: systemd-analyze verify takes a unit by its file name, and copy's temporary
+# file has none, so it is copied under the unit's name first (%s: that file; then the name)
+UNIT_CHECK = "sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/$2\" && systemd-analyze verify \"$d/$2\"; rc=$?; rm -rf \"$d\"; exit $rc' sh %s"
 STATES = {"file", "absent", "directory", "link"}
 
 
@@ -30,6 +35,8 @@ def entry_errors(number, entry):
         errors.append(f"{where}: content is written to a file (state file), not with state {state!r}")
     if state == "link" and not entry.get("src"):
         errors.append(f"{where}: a link needs its src")
+    if entry.get("systemd_unit") and entry.get("validate"):
+        errors.append(f"{where}: systemd_unit is a validate (systemd-analyze verify): give one or the other")
     return errors
 
 
@@ -102,6 +109,8 @@ class ActionModule(ActionBase):
         task.args = dict(common, dest=entry["path"], content=entry["content"])
         if entry.get("validate"):
             task.args["validate"] = entry["validate"]
+        elif entry.get("systemd_unit"):
+            task.args["validate"] = f"{UNIT_CHECK} {shlex.quote(entry['path'].rsplit('/', 1)[-1])}"
         if secret:
             task.diff = False
             task.no_log = True

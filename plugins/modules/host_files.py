@@ -13,7 +13,8 @@ version_added: 0.4.0
 description:
   - Writes each entry of O(files), in the list's order, stopping at the first that fails.
   - The entries are those a role's state read gives M(blackwell.serving.host_state) in its C(files) option, the
-    same keys (O(files[].validate) and O(files[].secret) are this writer's; the read ignores them). A role writes
+    same keys (O(files[].validate), O(files[].systemd_unit) and O(files[].secret) are this writer's; the read
+    ignores them). A role writes
     its desired state as data once, and both the read and this writer loop over it, so they cannot disagree.
   - An entry with O(files[].content) is written by M(ansible.builtin.copy) (check mode, diff, validate), any other by
     M(ansible.builtin.file).
@@ -57,6 +58,11 @@ options:
         description: A command that checks the new content before it is installed (M(ansible.builtin.copy)'s); not
           used by an entry without content.
         type: str
+      systemd_unit:
+        description: The content is a systemd unit, checked by C(systemd-analyze verify) under the entry's file name
+          before it is installed (a O(files[].validate) of its own; not both); not used by an entry without content.
+        type: bool
+        default: false
       secret:
         description: Whatever its value, the entry's content is neither shown in a diff nor logged.
         type: raw
@@ -88,6 +94,12 @@ EXAMPLES = r"""
         owner: root
         group: root
         mode: "0644"
+      - path: /etc/systemd/system/example.service
+        content: "{{ lookup('ansible.builtin.template', 'example.service.j2') }}"
+        owner: root
+        group: root
+        mode: "0644"
+        systemd_unit: true
 """
 
 RETURN = r"""

@@ -87,6 +87,11 @@ options:
         description: Ignored here; M(blackwell.serving.host_files) takes it (so that one list of entries serves the
           read and the writes).
         type: str
+      systemd_unit:
+        description: Ignored here; M(blackwell.serving.host_files) takes it (so that one list of entries serves the
+          read and the writes).
+        type: bool
+        default: false
       secret:
         description: Ignored here; M(blackwell.serving.host_files) takes it (so that one list of entries serves the
           read and the writes). Give the reading task C(no_log) where a content is secret.
@@ -351,7 +356,8 @@ def main():
                      content=dict(type="str"), src=dict(type="str"), owner=dict(type="str"),
                      group=dict(type="str"), mode=dict(type="str"),
                      # the writer's keys (blackwell.serving.host_files): taken so that one list serves both, not read
-                     validate=dict(type="str"), secret=dict(type="raw", no_log=False))
+                     validate=dict(type="str"), systemd_unit=dict(type="bool", default=False),
+                     secret=dict(type="raw", no_log=False))
     package_spec = dict(name=dict(type="list", elements="str", required=True), version=dict(type="str"),
                         held=dict(type="bool", default=False),
                         state=dict(type="str", default="present", choices=["present", "offered", "absent"]))

@@ -133,3 +133,34 @@ def test_a_bad_entry_stops_before_any_write(tmp_path):
     assert "entry 3" in proc.stdout and "needs its src" in proc.stdout
     assert "entry 4" in proc.stdout and "not with state 'directory'" in proc.stdout
     assert not (tmp_path / "root").exists()
+
+
+SYSTEMD_ANALYZE = """#!/bin/sh
+# stand-in: `systemd-analyze verify FILE` refuses a unit whose file is not named as a unit, or that says "bad"
+echo "$*" >> "$(dirname "$0")/systemd-analyze.log"
+case "$2" in *.service) ;; *) echo "$2: not a unit name" >&2; exit 1 ;; esac
+! grep -q bad "$2"
+"""
+
+
+def test_a_systemd_unit_is_verified_under_its_own_name_before_it_is_installed(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemd-analyze").write_text(SYSTEMD_ANALYZE)
+    (bin_dir / "systemd-analyze").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    unit = tmp_path / "root" / "blackwell-test.service"
+    (tmp_path / "root").mkdir()
+
+    def entries(text):
+        return [{"path": str(unit), "content": text, "mode": "0644", "systemd_unit": True}]
+    proc, said = run(tmp_path, entries=entries("[Service]\nExecStart=/bin/true\n"))
+    assert proc.returncode == 0 and said["written"]["changed"], proc.stdout[-3000:]
+    verified = (bin_dir / "systemd-analyze.log").read_text().split()
+    assert verified[0] == "verify" and verified[1].endswith("/blackwell-test.service") and verified[1] != str(unit)
+    proc, said = run(tmp_path, entries=entries("[Service]\nExecStart=/bin/bad\n"))
+    assert proc.returncode != 0 and "failed to validate" in proc.stdout
+    assert unit.read_text() == "[Service]\nExecStart=/bin/true\n"
+    both = [dict(entries("x")[0], validate="true %s")]
+    proc, said = run(tmp_path, entries=both)
+    assert proc.returncode != 0 and "give one or the other" in proc.stdout
