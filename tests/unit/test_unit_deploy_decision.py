@@ -51,12 +51,15 @@ PLAYBOOK = """
 """
 
 SYSTEMCTL = """#!/bin/sh
-# stand-in: the unit is enabled, loaded as on disk, and active; every call is logged
+# stand-in: the unit is loaded as on disk and active, enabled unless STUB_UNIT_FILE_STATE says otherwise; every call
+# is logged
 echo "$*" >> "$(dirname "$0")/systemctl.log"
+state=${STUB_UNIT_FILE_STATE:-enabled}
 case "$*" in
   *--value*) echo 0 ;;
   show*) printf 'Id=blackwell-test.service\\nLoadState=loaded\\nActiveState=active\\nSubState=running\\n'
-         printf 'UnitFileState=enabled\\nNeedDaemonReload=no\\nNRestarts=0\\n' ;;
+         printf 'UnitFileState=%s\\nNeedDaemonReload=no\\nNRestarts=0\\n' "$state" ;;
+  is-enabled*) echo "$state"; [ "$state" = enabled ] ;;
 esac
 """
 
@@ -211,3 +214,23 @@ def test_the_restart_entry_point_reloads_restarts_notes_and_gates(tmp_path, heal
     env.write_text("broken: 1\n")
     proc, _ = run(tmp_path, "restart", url=url, ok=False)
     assert "did not pass the health gate" in proc.stdout
+
+
+@pytest.mark.parametrize("unit_file_state, unit_changed, enabled, reloaded", [
+    ("enabled", False, False, False),   # the read holds: the enablement task is skipped
+    ("disabled", False, True, False),   # enabled, as the read said it was not
+    ("enabled", True, True, True),      # a unit this run wrote: enabled and systemd reloaded, whatever was read
+])
+def test_the_unit_is_enabled_where_the_read_says_it_is_not_or_was_just_written(
+        tmp_path, healthy, monkeypatch, unit_file_state, unit_changed, enabled, reloaded):
+    root, env, url, log = healthy
+    shutil.copy(env, root / "deployed" / env.name)
+    run(tmp_path, "started")
+    log.unlink(missing_ok=True)
+    monkeypatch.setenv("STUB_UNIT_FILE_STATE", unit_file_state)
+    run(tmp_path, "main", url=url, unit_changed=unit_changed)
+    calls = log.read_text().splitlines()
+    asked = any(c.startswith("is-enabled") or c.startswith("enable ") for c in calls)
+    assert asked == (unit_file_state != "enabled" or unit_changed), calls
+    assert ("enable blackwell-test.service" in calls) == (enabled and unit_file_state != "enabled"), calls
+    assert ("daemon-reload" in calls) == reloaded, calls
