@@ -96,6 +96,8 @@ def test_second_run_changes_nothing(converged):
     second = playbook(SITE)
     assert second.returncode == 0
     assert recap(second.stdout)[HOST]["changed"] == 0, "the second site.yml run changed something"
+    # the repository's state read holds: NVIDIA's key is not fetched again, nor the sources searched
+    assert "repository-debian-entry |" not in second.stdout, "a converged host fetched NVIDIA's repository key again"
 
 
 @needs_lab

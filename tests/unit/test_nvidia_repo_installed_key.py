@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conftest import REPO
 
@@ -86,19 +85,3 @@ def test_only_the_installed_pinned_key_is_trusted(keys, tmp_path):
                case(False, text, fpr)]
     assert judge(tmp_path, trusted + refused) == [True] * len(trusted) + [False] * len(refused)
 
-
-def test_the_key_is_fetched_and_checked_only_where_the_read_does_not_hold():
-    """The state read comes first; the fetch and its check are the first tasks of the entry's file, which is included
-    only where the read does not hold."""
-    tasks = yaml.safe_load((ROLE / "tasks" / "repository-debian.yml").read_text())
-    actions = [next(k for k in t if k.startswith(("ansible.builtin.", "blackwell.serving."))) for t in tasks]
-    assert actions[:2] == ["blackwell.serving.host_state", "ansible.builtin.include_tasks"]
-    read = tasks[0]["blackwell.serving.host_state"]["read"]
-    assert read == [{"paths": ["{{ __nvidia_repo_key_path }}"], "content": True}]
-    assert tasks[1]["ansible.builtin.include_tasks"] == "repository-debian-entry.yml"
-    assert tasks[1]["when"] == "not __nvidia_repo_holds"
-    entry = yaml.safe_load((ROLE / "tasks" / "repository-debian-entry.yml").read_text())
-    assert "ansible.builtin.uri" in entry[0]
-    checks = next(t for t in entry if "blackwell.serving.checks" in t)["blackwell.serving.checks"]["checks"]
-    assert checks[0]["that"] == "__nvidia_repo_fingerprint in __nvidia_repo_key_found"
-    assert yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__nvidia_repo_key_path"] == KEY_PATH

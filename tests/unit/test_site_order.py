@@ -68,7 +68,6 @@ def test_the_reboot_tail_is_tagged_as_it_was():
     tasks = yaml.safe_load((REPO / "roles" / "nvidia_driver" / "tasks" / "reboot.yml").read_text())
     include = next(t for t in tasks if "ansible.builtin.include_tasks" in t)
     assert include["ansible.builtin.include_tasks"] == "reboot_due.yml" and "tags" not in include
-    assert include["when"] == "nvidia_driver_reboot_required | bool"
     due = list(_walk(yaml.safe_load((REPO / "roles" / "nvidia_driver" / "tasks" / "reboot_due.yml").read_text())))
     assert any("ansible.builtin.reboot" in t for t in due) and not any("tags" in t for t in due)
 
