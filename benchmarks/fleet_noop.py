@@ -46,7 +46,6 @@ def inventory(directory: Path, n: int) -> Path:
     (inv / "group_vars").symlink_to(REPO / "inventories" / "lab" / "group_vars")
     lines = ["all:", "  vars:", "    ansible_host: 127.0.0.1", "    ansible_user: root",
              "    ansible_python_interpreter: /usr/bin/python3",
-             "    ansible_ssh_private_key_file: \"{{ lookup('ansible.builtin.env', 'BLACKWELL_LAB_SSH_KEY') }}\"",
              "    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
              "    ansible_host_key_checking: false",
              "  children:", "    gpu_servers:", "      hosts:"]

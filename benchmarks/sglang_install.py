@@ -92,7 +92,6 @@ def main():
         (inv / "host_vars").mkdir()
         (inv / "host_vars" / f"{HOST}.yml").write_text(
             "ansible_host: 127.0.0.1\nansible_user: root\nansible_python_interpreter: /usr/bin/python3\n"
-            "ansible_ssh_private_key_file: \"{{ lookup('ansible.builtin.env', 'BLACKWELL_LAB_SSH_KEY') }}\"\n"
             "ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n")
         first = timed_playbook(env, inv)
         print(f"  first converge (uv_venv + sglang)      {first:8.1f} s", flush=True)
