@@ -3,6 +3,7 @@ documents, never a path it guesses; an output that nothing reads is not set."""
 import re
 import subprocess
 
+import jinja2
 import yaml
 
 from conftest import REPO
@@ -91,6 +92,9 @@ def test_roles_that_need_a_virtual_environment_get_it_one_way():
         assert len(includes) == 1, f"{role} includes uv_venv {len(includes)} times"
         inc = includes[0]
         path = inc["vars"]["uv_venv_path"].strip("{} ")
-        assert inc["when"] == f"{path} not in uv_venv_envs | default({{}})", inc["when"]
+        # the condition, evaluated: the include runs where uv_venv has not made this venv in the run, only there
+        runs = jinja2.Environment().compile_expression(inc["when"])
+        assert runs(**{path: "/v"}) and runs(**{path: "/v", "uv_venv_envs": {"/w": {}}}), inc["when"]
+        assert not runs(**{path: "/v", "uv_venv_envs": {"/v": {}}}), inc["when"]
         assert {"uv_venv_user", "uv_venv_group", "uv_venv_home", "uv_venv_path"} <= set(inc["vars"])
         assert "public" not in inc["ansible.builtin.include_role"], f"{role} needs no uv_venv variable but its output"
