@@ -186,6 +186,26 @@ def test_the_report_made_on_the_real_h200_says_it_is_not_sm120():
     assert by_name(again)["persistence_mode"]["ok"]
 
 
+
+def test_the_reports_made_on_the_real_h100_agree_with_the_playbooks_verdict():
+    """verify.yml ran on the device's H100 (tests/fixtures/gpu/h100-device/README-verify.txt), its report file built
+    from the one judgement of its checks: the file, the table the run printed and the run's result say the same."""
+    import json
+    dev = GPU / "h100-device"
+    for expect, passed in (("sm120", False), ("h100", True)):
+        report = json.loads((dev / f"verify-report-expect-{expect}.json").read_text())
+        said = (dev / f"verify-playbook-expect-{expect}.txt").read_text()
+        assert report["host"] == "localhost" and report["passed"] is passed
+        assert report["passed"] == all(c["ok"] for c in report["checks"])
+        assert said.rstrip().endswith("rc=0" if passed else "rc=2")
+        for check in report["checks"]:
+            row = f"localhost  {check['name']}"
+            assert any(line.strip().strip('",').startswith(row) and ("pass" if check["ok"] else "FAIL") in line
+                       for line in said.splitlines()), check["name"]
+    failed = [c["name"] for c in json.loads((dev / "verify-report-expect-sm120.json").read_text())["checks"]
+              if not c["ok"]]
+    assert failed == ["gpu_count", "gpu_name", "compute_capability", "driver_version", "cuda_toolkit"]
+
 def test_the_drift_report_made_on_the_real_h200_names_what_differs_from_the_stack():
     """drift.yml ran on the device's H200 (tests/fixtures/gpu/h200-device/README-verify.txt): every GPU and CUDA
     difference from the SM120 stack, the missing unit, and nothing the host has right (the open kernel module)."""
