@@ -30,10 +30,9 @@ def up(with_hosts: list[str] | None = None, fresh: bool = False) -> dict[str, st
     for host in with_hosts or []:
         hosts.start(host, tag, fresh=fresh)
     env = tools.tool_env(venv)
-    env["BLACKWELL_LAB_SSH_KEY"] = str(hosts.ssh_key())
     # the lab hosts' key as ansible-core's own setting, not an inventory variable: a variable's lookup would be
     # templated again for every task of every run
-    env["ANSIBLE_PRIVATE_KEY_FILE"] = env["BLACKWELL_LAB_SSH_KEY"]
+    env["ANSIBLE_PRIVATE_KEY_FILE"] = str(hosts.ssh_key())
     env["BLACKWELL_LAB_IMAGE"] = tag
     env["BLACKWELL_LAB_GATEWAY"] = addr
     # the stand-in NVIDIA repository's key is made per lab state: the lab inventory pins its fingerprint from here
