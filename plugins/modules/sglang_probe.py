@@ -6,13 +6,15 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: sglang_probe
-short_description: Read a release, its service and its server as verify judges them, in one round trip
+short_description: Read a host's GPUs, release, service and server as verify judges them, in one round trip
 version_added: 0.4.0
 description:
-  - Reads, in one call, what the verify role judges of an sglang host apart from its GPUs, the SM120 judge and
-    the weights - the release links (O(links), resolved as M(ansible.builtin.stat) resolves them), whether
-    files exist (O(exists)), the packages of a Python environment (O(python)), the state of a systemd unit
-    (O(unit)), the status of each of the server's O(paths), and one chat completion (O(chat)).
+  - Reads, in one call, what the verify role judges of an sglang host apart from the weights - the GPUs and driver
+    (O(gpu), as M(blackwell.serving.gpu_facts) reads them), the release links (O(links), resolved as
+    M(ansible.builtin.stat) resolves them), whether files exist (O(exists)), the packages of a Python environment
+    (O(python)), the SM120 judgement of the release's tree (O(sm120), as M(blackwell.serving.sglang_sm120_check)
+    makes it), the state of a systemd unit (O(unit)), the status of each of the server's O(paths), and one chat
+    completion (O(chat)).
   - Each part is asked only when its option is given (the server only with O(url)); each answers what it found,
     never fails the task (the judge says what is wrong). A converged host pays one round trip instead of one per probe.
   - Reads only; never changes anything.
@@ -20,6 +22,19 @@ author: blackwell.serving maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - blackwell.serving.sglang_api
 options:
+  gpu:
+    description:
+      - Also read the GPUs and driver as M(blackwell.serving.gpu_facts) reads them, with these of its options (checked
+        against its argument spec; C({}) for its defaults); RV(gpu) and the fact C(nvidia_gpu) answer. Nothing when
+        left out.
+    type: dict
+  sm120:
+    description:
+      - Also judge an sglang tree for the SM120 fix as M(blackwell.serving.sglang_sm120_check) judges it, with these
+        of its options (checked against its argument spec); RV(sm120) answers. Where its C(path) does not exist there
+        is no release to judge (an empty RV(sm120)); its C(model_path) is read where that directory has a
+        C(config.json), else the default head sizes are judged. Nothing when left out.
+    type: dict
   url:
     default: ""
   timeout:
@@ -172,6 +187,25 @@ chat:
   returned: when O(chat) is given
   type: dict
   sample: {status: 200, content: The capital of France is Paris., finish_reason: stop}
+gpu:
+  description:
+    - With O(gpu), what M(blackwell.serving.gpu_facts) returns besides the fact C(nvidia_gpu) (C(kernel),
+      C(kernel_module_files), C(nvcc), C(fabric), as its options asked).
+  returned: when O(gpu) is given
+  type: dict
+  sample: {kernel: 6.8.0-90-generic, kernel_module_files: [/lib/modules/6.8.0-90-generic/updates/dkms/nvidia.ko.zst]}
+ansible_facts:
+  description: With O(gpu), the fact C(nvidia_gpu) as M(blackwell.serving.gpu_facts) sets it.
+  returned: when O(gpu) is given
+  type: dict
+  sample: {nvidia_gpu: {state: ok, count: 8}}
+sm120:
+  description:
+    - With O(sm120), what M(blackwell.serving.sglang_sm120_check) returns; C(error) instead where it could not judge
+      (its message), and empty where there is no tree at O(sm120)'s C(path).
+  returned: when O(sm120) is given
+  type: dict
+  sample: {present: true, judge: compiler, head: 0123456789abcdef0123456789abcdef01234567, fix_commit_ancestor: true}
 fingerprint:
   description:
     - What M(blackwell.serving.sglang_fingerprint) returns, with O(fingerprint) - the fingerprint, the requests
@@ -190,8 +224,9 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.blackwell.serving.plugins.module_utils import native_libs
+from ansible_collections.blackwell.serving.plugins.module_utils import gpu_facts, native_libs, sm120_check
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
 from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session, secret_problem
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
@@ -222,9 +257,31 @@ def ask(p, path, *, body=None, timeout):
             return code, b""
 
 
+def suboptions(module, name, spec):
+    """Option NAME (a dict) checked against the argument spec of the module it stands for, with its defaults."""
+    checked = ArgumentSpecValidator(spec).validate(module.params[name])
+    if checked.error_messages:
+        module.fail_json(msg=f"{name}: " + "; ".join(checked.error_messages))
+    return checked.validated_parameters
+
+
+def judge_sm120(module, p):
+    """sglang_sm120_check's verdict on the tree at p's path; {} where there is none, error where it cannot judge."""
+    if not os.path.lexists(p["path"]):
+        return {}
+    if p["model_path"] and not os.path.exists(os.path.join(p["model_path"], "config.json")):
+        p = dict(p, model_path=None)
+    try:
+        return sm120_check.check(module, p)
+    except Exception as exc:  # the judge says what is wrong; the probe never fails for it
+        return {"error": str(exc) or type(exc).__name__}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            gpu=dict(type="dict"),
+            sm120=dict(type="dict"),
             url=dict(type="str", default=""),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="int", default=30),
@@ -248,10 +305,17 @@ def main():
     p = module.params
     if secret_problem(p["api_key"], "api_key"):
         module.fail_json(msg=secret_problem(p["api_key"], "api_key"))
+    gpu = suboptions(module, "gpu", gpu_facts.SPEC) if p["gpu"] is not None else None
+    sm120 = suboptions(module, "sm120", sm120_check.SPEC) if p["sm120"] is not None else None
     result = dict(changed=False,
                   links={path: os.path.realpath(path) if os.path.islink(path) else None for path in p["links"]},
                   exists={path: os.path.lexists(path) for path in p["exists"]},
                   endpoints={})
+    if gpu is not None:
+        result["gpu"] = gpu_facts.read(module, gpu)
+        result["ansible_facts"] = result["gpu"].pop("ansible_facts")
+    if sm120 is not None:
+        result["sm120"] = judge_sm120(module, sm120)
     if p["python"]:
         if os.path.exists(p["python"]):
             rc, out, _err = module.run_command([p["python"], "-c", probe.PACKAGES_SCRIPT])

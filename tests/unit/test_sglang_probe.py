@@ -190,3 +190,49 @@ def test_the_unit_is_read_with_its_drop_ins_as_systemctl_cat_prints_it(tmp_path)
     (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
     r = run_module("sglang_probe", {"unit": "sglang.service"}, path_prepend=str(bin_dir))
     assert r["unit_state"] is None and r["unit_text"] is None
+
+
+def _no_gpu(tmp_path):
+    return {"nvidia_smi": str(tmp_path / "no-smi"), "proc_version_path": str(tmp_path / "no-proc"),
+            "sysfs_pci_path": str(tmp_path / "no-pci"), "kernel_modules": True,
+            "kernel_modules_root": str(tmp_path / "modules"), "nvcc": str(tmp_path / "no-nvcc")}
+
+
+def test_the_gpu_part_answers_as_gpu_facts_does_and_sets_its_fact(tmp_path):
+    """verify's GPU read rides in the probe's round trip: the same answer as gpu_facts with the same options."""
+    alone = run_module("gpu_facts", _no_gpu(tmp_path))
+    got = run_module("sglang_probe", {"gpu": _no_gpu(tmp_path)})
+    assert got["ansible_facts"] == alone["ansible_facts"]
+    assert got["ansible_facts"]["nvidia_gpu"]["state"] == "no_nvidia_smi"
+    assert got["gpu"] == {k: alone[k] for k in ("kernel", "kernel_module_files", "nvcc")}
+    assert "gpu" not in run_module("sglang_probe", {}) and "ansible_facts" not in run_module("sglang_probe", {})
+
+
+def test_a_wrong_gpu_or_sm120_option_fails_naming_it(tmp_path):
+    bad = run_module("sglang_probe", {"gpu": {"kernel_modules": "perhaps"}})
+    assert bad.get("failed") and bad["msg"].startswith("gpu: ") and "kernel_modules" in bad["msg"]
+    unknown = run_module("sglang_probe", {"sm120": {"path": str(tmp_path), "cach": "/x"}})
+    assert unknown.get("failed") and unknown["msg"].startswith("sm120: ") and "cach" in unknown["msg"]
+
+
+def test_the_sm120_part_judges_as_sglang_sm120_check_does_and_never_fails(tmp_path):
+    from lab import sglang_repo as lab
+    tree = tmp_path / "src"
+    (tree / lab.OLD_PATH).parent.mkdir(parents=True)
+    (tree / lab.OLD_PATH).write_text(lab.FIXED)
+    opts = {"path": str(tree), "head_sizes": ["128", "256"]}
+    alone = run_module("sglang_sm120_check", opts)
+    got = run_module("sglang_probe", {"sm120": opts})["sm120"]
+    assert got["present"] is True and got == {k: v for k, v in alone.items() if k not in ("changed", "invocation")}
+    # the model's head sizes where its config.json is, the defaults where it is not (verify names the model anyway)
+    model = tmp_path / "model"
+    model.mkdir()
+    assert run_module("sglang_probe", {"sm120": dict(opts, model_path=str(model))})["sm120"]["present"] is True
+    (model / "config.json").write_text("not json")
+    broken = run_module("sglang_probe", {"sm120": dict(opts, model_path=str(model))})
+    assert not broken.get("failed") and "cannot read the model's config" in broken["sm120"]["error"]
+    assert run_module("sglang_sm120_check", dict(opts, model_path=str(model))).get("failed")
+    # no tree: nothing to judge (the judge says no release is in service)
+    assert run_module("sglang_probe", {"sm120": {"path": str(tmp_path / "none")}})["sm120"] == {}
+    assert run_module("sglang_probe", {"sm120": dict(opts, capability="12")})["sm120"]["error"].startswith(
+        "capability must be major.minor")

@@ -302,7 +302,7 @@ class _Module:
 
 
 def test_the_venvs_triton_is_read_from_its_metadata_without_starting_python(tmp_path):
-    from ansible_collections.blackwell.serving.plugins.modules import sglang_sm120_check as mod
+    from ansible_collections.blackwell.serving.plugins.module_utils import sm120_check as mod
     python = _venv(tmp_path, [("triton", "3.5.1"), ("torch", "2.9.1"), ("triton_kernels", "1.0")])
     assert mod.Probe(_Module(tmp_path), str(python)).triton_version() == "3.5.1"
     assert not (tmp_path / "started").exists()
@@ -310,7 +310,7 @@ def test_the_venvs_triton_is_read_from_its_metadata_without_starting_python(tmp_
 
 @pytest.mark.parametrize("dists", [[], [("triton", "3.5.1"), ("Triton", "3.4.0")]], ids=["none", "two"])
 def test_without_exactly_one_triton_in_the_venv_the_interpreter_is_asked(tmp_path, dists):
-    from ansible_collections.blackwell.serving.plugins.modules import sglang_sm120_check as mod
+    from ansible_collections.blackwell.serving.plugins.module_utils import sm120_check as mod
     python = _venv(tmp_path, dists)
     assert mod.Probe(_Module(tmp_path), str(python)).triton_version() == "9.9.9"
     assert (tmp_path / "started").read_text() == "started\n"
