@@ -36,6 +36,10 @@ if importlib.util.find_spec("xdist"):
     def pytest_xdist_make_scheduler(config, log):
         from xdist.scheduler import LoadScopeScheduling
 
+        # hand the units out in collection order (LONGEST_FIRST below), not by their number of tests: xdist's default
+        # puts the many-test unit files first and the Molecule and control-node units, a few long tests each, last
+        config.option.loadscopereorder = False
+
         class LabScheduling(LoadScopeScheduling):
             def _split_scope(self, nodeid):
                 return work_unit(nodeid)
