@@ -1,5 +1,7 @@
 """`python3 -m lab test` runs three workers by default; a worker count the user gives wins. The longest work units
-are handed out first, each keeping its tests' order."""
+are handed out first, each keeping its tests' order, and the names the units are made by are files that exist."""
+from pathlib import Path
+
 import pytest
 
 from lab import cli
@@ -58,3 +60,50 @@ def test_the_longest_units_come_first_each_in_its_own_order():
         "tests/integration/test_site_lab.py::s2", "tests/integration/test_molecule.py::m[sglang]",
         "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_control_nodes.py::c1",
         "tests/unit/test_a.py::t1", "tests/unit/test_b.py::t2"]
+
+
+def test_every_lab_host_test_and_long_unit_names_a_file_that_exists():
+    import conftest
+    tests = Path(__file__).resolve().parents[1]
+    integration = {p.name for p in (tests / "integration").glob("test_*.py")}
+    assert conftest.LAB_HOST_TESTS <= integration, conftest.LAB_HOST_TESTS - integration
+    units = {conftest.work_unit(f"tests/integration/{name}::t") for name in integration}
+    units |= {conftest.work_unit(f"tests/unit/{p.name}::t") for p in (tests / "unit").glob("test_*.py")}
+    assert set(conftest.LONGEST_FIRST) <= units, set(conftest.LONGEST_FIRST) - units
+
+
+def test_the_scheduler_hands_each_worker_a_long_unit_first():
+    """xdist's scheduler as the suite makes it, with three workers and a collection in the suite's order: the lab
+    hosts', Molecule's and the control nodes' units go first (xdist sorted units by their number of tests, so that
+    the few long tests of Molecule and the control nodes started last and ran alone at the end)."""
+    import types
+
+    import conftest
+    pytest.importorskip("xdist")
+
+    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True, numprocesses=3),
+                                   getvalue=lambda name: ["3*popen"] if name == "tx" else None)
+
+    class Node:
+        def __init__(self, name):
+            self.name, self.sent, self.shutting_down = name, [], False
+            self.gateway = types.SimpleNamespace(id=name)
+
+        def send_runtest_some(self, indexes):
+            self.sent.append(indexes)
+
+        def shutdown(self):
+            self.shutting_down = True
+
+    collection = ([f"tests/integration/test_site_lab.py::t{i}" for i in range(4)]
+                  + [f"tests/integration/test_molecule.py::s[{i}]" for i in range(3)]
+                  + [f"tests/integration/test_control_nodes.py::v[{i}]" for i in range(3)]
+                  + [f"tests/unit/test_many_{n}.py::t{i}" for n in range(4) for i in range(20)])
+    sched = conftest.pytest_xdist_make_scheduler(config, None)
+    nodes = [Node(f"gw{i}") for i in range(3)]
+    for node in nodes:
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    first = {conftest.work_unit(collection[node.sent[0][0]]) for node in nodes}
+    assert first == {"lab-hosts", "molecule", "tests/integration/test_control_nodes.py"}
