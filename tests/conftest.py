@@ -36,9 +36,6 @@ if importlib.util.find_spec("xdist"):
     def pytest_xdist_make_scheduler(config, log):
         from xdist.scheduler import LoadScopeScheduling
 
-        # hand the units out in collection order (LONGEST_FIRST below), not by their number of tests: xdist's default
-        # puts the many-test unit files first and the Molecule and control-node units, a few long tests each, last
-        config.option.loadscopereorder = False
 
         class LabScheduling(LoadScopeScheduling):
             def _split_scope(self, nodeid):
@@ -89,9 +86,10 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# The longest work units first, so that the many short ones fill the workers' gaps instead of the lab hosts' unit
-# starting once every unit test has run (xdist hands out work units in collection order): the SSH lab hosts' tests,
-# the Molecule scenarios, the control nodes' unit tests under each ansible-core; then every other in file order.
+# The longest work units first in the collection: the SSH lab hosts' tests, the Molecule scenarios, the control
+# nodes' unit tests under each ansible-core; then every other in file order. xdist (its --loadscope-reorder default)
+# then hands the units out by their number of tests, this order breaking ties: the lab hosts' unit starts at once,
+# Molecule and the control nodes after the unit test files (benchmarks/HISTORY.md says why that stays).
 LONGEST_FIRST = ("lab-hosts", "molecule", "tests/integration/test_control_nodes.py")
 
 
