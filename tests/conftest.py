@@ -32,6 +32,31 @@ def work_unit(nodeid: str) -> str:
     return path
 
 
+# The lab hosts' unit is the suite's critical path: one chain of tests, each waiting for the last, that takes longer
+# than the other workers' units together. On a machine with fewer cores than busy workers, the other workers' tests
+# (and the playbooks and Molecule runs they start) yield the CPU to it: they run at this niceness and fill what it
+# leaves idle. Only under xdist (a run with -n 0 changes nothing); a worker that takes up the lab hosts' unit after
+# another goes back to 0 where it may (root), else stays where it is.
+CRITICAL_UNIT = "lab-hosts"
+BACKGROUND_NICENESS = 10
+
+
+def niceness_for(nodeid: str) -> int:
+    return 0 if work_unit(nodeid) == CRITICAL_UNIT else BACKGROUND_NICENESS
+
+
+def pytest_runtest_setup(item):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    now = os.nice(0)
+    want = niceness_for(item.nodeid)
+    if want != now:
+        try:
+            os.nice(want - now)
+        except PermissionError:
+            pass
+
+
 if importlib.util.find_spec("xdist"):
     def pytest_xdist_make_scheduler(config, log):
         from xdist.scheduler import LoadScopeScheduling
@@ -47,8 +72,10 @@ if importlib.util.find_spec("xdist"):
 # Tests of the collection's controller side - a test module that runs ansible-playbook, imports an action or filter
 # plugin, or tests ansible-core's module_utils.urls API that the controller ships to hosts - are marked `controller`: tests/integration/test_site_lab_control_nodes.py runs them under every ansible-core the
 # collection supports (pytest -m controller). Read from the test's own source: no list to keep in step.
-CONTROLLER_SIGNS = ("ansible-playbook", "plugins.action", "plugins.filter", "run_local_playbook",
-                    "ansible.module_utils.urls")
+# Those that run a playbook are also marked `playbook`: above the floor only the others run (see
+# test_control_nodes.py).
+PLAYBOOK_SIGNS = ("ansible-playbook", "run_local_playbook")
+CONTROLLER_SIGNS = PLAYBOOK_SIGNS + ("plugins.action", "plugins.filter", "ansible.module_utils.urls")
 
 
 # Tests of what runs on a target - a test module that runs a module (run_module) or imports module_utils, and needs
@@ -64,7 +91,7 @@ _KINDS = {}
 
 
 def file_kinds(path):
-    """(controller, target) for a test file, read from its own source."""
+    """(controller, target, playbook) for a test file, read from its own source."""
     path = str(path)
     if path not in _KINDS:
         try:
@@ -74,7 +101,8 @@ def file_kinds(path):
         unit = "/tests/unit/" in path
         _KINDS[path] = (unit and any(sign in text for sign in CONTROLLER_SIGNS),
                         unit and any(sign in text for sign in TARGET_SIGNS)
-                        and not any(sign in text for sign in NEEDS_CONTROLLER))
+                        and not any(sign in text for sign in NEEDS_CONTROLLER),
+                        unit and any(sign in text for sign in PLAYBOOK_SIGNS))
     return _KINDS[path]
 
 
@@ -105,9 +133,11 @@ def pytest_collection_modifyitems(config, items):
     items[:] = sorted(items, key=lambda item: _unit_rank(item.nodeid))
 
     for item in items:
-        controller, target = file_kinds(getattr(item, "fspath", ""))
+        controller, target, playbook = file_kinds(getattr(item, "fspath", ""))
         if controller:
             item.add_marker(_pytest.mark.controller)
+        if playbook:
+            item.add_marker(_pytest.mark.playbook)
         if target:
             item.add_marker(_pytest.mark.target)
 

@@ -70,3 +70,41 @@ def test_every_lab_host_test_and_long_unit_names_a_file_that_exists():
     units = {conftest.work_unit(f"tests/integration/{name}::t") for name in integration}
     units |= {conftest.work_unit(f"tests/unit/{p.name}::t") for p in (tests / "unit").glob("test_*.py")}
     assert set(conftest.LONGEST_FIRST) <= units, set(conftest.LONGEST_FIRST) - units
+
+
+NICENESS_PROBE = """
+import os, subprocess, sys, types
+sys.path.insert(0, "tests")
+import conftest
+for nodeid in sys.argv[1:]:
+    conftest.pytest_runtest_setup(types.SimpleNamespace(nodeid=nodeid))
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True, text=True)
+    print(os.nice(0), child.stdout.strip())
+"""
+
+
+def probe_niceness(*nodeids, worker="gw0"):
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    if worker:
+        env["PYTEST_XDIST_WORKER"] = worker
+    out = subprocess.run([sys.executable, "-c", NICENESS_PROBE, *nodeids], cwd=Path(__file__).parents[2], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return [tuple(map(int, line.split())) for line in out.splitlines()]
+
+
+def test_other_units_yield_the_cpu_to_the_lab_hosts_unit_and_their_children_too():
+    import os
+    import conftest
+    base = os.nice(0)  # this test may itself run in a worker that yields (a unit test is not the lab hosts' unit)
+    root = os.geteuid() == 0
+    lab, other = "tests/integration/test_site_lab.py::test_x", "tests/integration/test_molecule.py::test_m[a]"
+    lab_niceness = 0 if root else base  # back to 0 where the process may, else as it was
+    # a worker's lab-host test runs at 0; another unit's test, and what it starts, run nicer
+    assert probe_niceness(lab, other) == [(lab_niceness,) * 2, (conftest.BACKGROUND_NICENESS,) * 2]
+    assert probe_niceness(other, lab) == [(conftest.BACKGROUND_NICENESS,) * 2,
+                                          (0 if root else conftest.BACKGROUND_NICENESS,) * 2]
+    # without xdist nothing changes
+    assert probe_niceness(other, lab, worker=None) == [(base, base)] * 2
