@@ -18,8 +18,8 @@ for p in (REPO, REPO / ".collections"):
 # tests, lint, sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt
 # repository, a started stand-in) are made once and never by two workers at the same time. (xdist's own
 # --dist loadgroup cannot do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
-LAB_HOST_TESTS = {"test_site_lab.py", "test_site_lab_faults.py", "test_site_lab_fleet.py", "test_sm120_module.py",
-                  "test_verify_lab.py", "test_site_lab_control_nodes.py"}
+LAB_HOST_TESTS = {"test_site_lab.py", "test_site_lab_faults.py", "test_site_lab_fleet.py", "test_verify_lab.py",
+                  "test_site_lab_control_nodes.py"}
 
 
 def work_unit(nodeid: str) -> str:
