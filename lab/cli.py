@@ -95,15 +95,15 @@ TEST_WORKERS = "BLACKWELL_LAB_TEST_WORKERS"
 
 
 def parallel(pytest_args: list[str]) -> list[str]:
-    """Three test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
+    """Four test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
 
-    Much of a lab test is waiting (apt, uv, a server's start, a health gate), so the SSH lab hosts' group, the
-    Molecule group and the control nodes' unit tests run side by side even on two cores, the short tests filling
-    the gaps; tests/conftest.py says which test belongs to which group, and starts the longest first.
+    Much of a lab test is waiting (apt, uv, a server's start, a health gate), so lab-gpu-1's tests, the fleet's, the
+    Molecule scenarios and the rest run side by side even on two cores, the lab hosts' two chains first and at a
+    higher CPU priority (tests/conftest.py says which test belongs to which unit, and in which order they start).
     """
     if any(a == "-n" or a.startswith(("-n=", "--numprocesses")) or a == "no:xdist" for a in pytest_args):
         return []
-    workers = os.environ.get(TEST_WORKERS, "3")
+    workers = os.environ.get(TEST_WORKERS, "4")
     if not workers.isdigit():
         raise LabError(f"{TEST_WORKERS} must be a number of workers (0: no parallel run), found {workers!r}")
     if int(workers) < 2:

@@ -46,7 +46,7 @@ def ssh_ok(host: str) -> bool:
     return proc.returncode == 0
 
 
-# The lab hosts' tests are the suite's critical path (tests/conftest.py, CRITICAL_UNIT): on a busy machine their
+# The lab hosts' tests are the suite's critical path (tests/conftest.py, CRITICAL_UNITS): on a busy machine their
 # containers get four times the CPU weight of another container (a Molecule instance: docker's default, 1024).
 CPU_SHARES = 4096
 

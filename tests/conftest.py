@@ -12,14 +12,18 @@ for p in (REPO, REPO / ".collections"):
         sys.path.insert(0, str(p))
 
 
-# `python3 -m lab test` runs the tests in three workers (pytest-xdist). The tests that drive the SSH lab hosts share
-# them (lab-gpu-1 is converged once and reused, in file order), so they are one unit of work for one worker; the
-# Molecule scenarios, each in its own container, are another, run beside them; every other test module (unit
-# tests, lint, sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt
-# repository, a started stand-in) are made once and never by two workers at the same time. (xdist's own
-# --dist loadgroup cannot do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
-LAB_HOST_TESTS = {"test_site_lab.py", "test_site_lab_faults.py", "test_site_lab_fleet.py", "test_verify_lab.py",
-                  "test_site_lab_control_nodes.py"}
+# `python3 -m lab test` runs the tests in four workers (pytest-xdist). The tests that drive SSH lab hosts share them,
+# in file order (lab-gpu-1 is converged once and reused), so the tests of one set of hosts are one unit of work for
+# one worker: lab-gpu-1's, and the fleet's (its own servers and router, inventories/lab-fleet), which run beside each
+# other; the Molecule scenarios, each in its own container, are another; every other test module (unit tests, lint,
+# sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt repository, a
+# started stand-in) are made once and never by two workers at the same time. (xdist's own --dist loadgroup cannot
+# do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
+LAB_HOST_UNITS = {
+    "lab-hosts": {"test_site_lab.py", "test_site_lab_faults.py", "test_verify_lab.py",
+                  "test_site_lab_control_nodes.py"},
+    "lab-fleet": {"test_site_lab_fleet.py"},
+}
 
 
 def work_unit(nodeid: str) -> str:
@@ -27,22 +31,20 @@ def work_unit(nodeid: str) -> str:
     name = path.rsplit("/", 1)[-1]
     if name == "test_molecule.py":
         return "molecule"
-    if name in LAB_HOST_TESTS:
-        return "lab-hosts"
-    return path
+    return next((unit for unit, names in LAB_HOST_UNITS.items() if name in names), path)
 
 
-# The lab hosts' unit is the suite's critical path: one chain of tests, each waiting for the last, that takes longer
-# than the other workers' units together. On a machine with fewer cores than busy workers, the other workers' tests
-# (and the playbooks and Molecule runs they start) yield the CPU to it: they run at this niceness and fill what it
-# leaves idle. Only under xdist (a run with -n 0 changes nothing); a worker that takes up the lab hosts' unit after
+# The lab hosts' units are the suite's critical path: chains of tests, each waiting for the last, longer than the
+# other workers' units together. On a machine with fewer cores than busy workers, the other workers' tests (and the
+# playbooks and Molecule runs they start) yield the CPU to them: they run at this niceness and fill what the chains
+# leave idle. Only under xdist (a run with -n 0 changes nothing); a worker that takes up a lab hosts' unit after
 # another goes back to 0 where it may (root), else stays where it is.
-CRITICAL_UNIT = "lab-hosts"
+CRITICAL_UNITS = set(LAB_HOST_UNITS)
 BACKGROUND_NICENESS = 10
 
 
 def niceness_for(nodeid: str) -> int:
-    return 0 if work_unit(nodeid) == CRITICAL_UNIT else BACKGROUND_NICENESS
+    return 0 if work_unit(nodeid) in CRITICAL_UNITS else BACKGROUND_NICENESS
 
 
 def pytest_runtest_setup(item):
@@ -63,6 +65,10 @@ if importlib.util.find_spec("xdist"):
 
 
         class LabScheduling(LoadScopeScheduling):
+            def __init__(self, config, log=None):
+                super().__init__(config, log)
+                config.option.loadscopereorder = False  # the collection's order is unit_order's
+
             def _split_scope(self, nodeid):
                 return work_unit(nodeid)
 
@@ -114,23 +120,29 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# The longest work units first in the collection: the SSH lab hosts' tests, the Molecule scenarios, the control
-# nodes' unit tests under each ansible-core; then every other in file order. xdist (its --loadscope-reorder default)
-# then hands the units out by their number of tests, this order breaking ties: the lab hosts' unit starts at once,
-# Molecule and the control nodes after the unit test files (benchmarks/HISTORY.md says why that stays).
-LONGEST_FIRST = ("lab-hosts", "molecule", "tests/integration/test_control_nodes.py")
+# The work units are handed out in this order: the lab hosts' units, then the Molecule scenarios and the control
+# nodes' unit tests under each ansible-core, then every other unit by its number of tests (as xdist's own
+# --loadscope-reorder would; LabScheduling turns that off, which would put the lab hosts' units after the many-test
+# unit files). Each unit keeps its tests' file order (the lab hosts' tests depend on it).
+LONGEST_FIRST = ("lab-hosts", "lab-fleet", "molecule", "tests/integration/test_control_nodes.py")
 
 
-def _unit_rank(nodeid):
-    unit = work_unit(nodeid)
-    return LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST)
+def unit_order(nodeids):
+    """The work units' order: LONGEST_FIRST, then the most tests first, ties in collection order."""
+    counts = {}
+    for nodeid in nodeids:
+        unit = work_unit(nodeid)
+        counts[unit] = counts.get(unit, 0) + 1
+    return sorted(counts, key=lambda unit: (LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST),
+                                             -counts[unit] if unit not in LONGEST_FIRST else 0))
 
 
 def pytest_collection_modifyitems(config, items):
     import pytest as _pytest
 
     # a stable sort: within a unit the tests keep their file order (the lab hosts' tests depend on it)
-    items[:] = sorted(items, key=lambda item: _unit_rank(item.nodeid))
+    rank = {unit: i for i, unit in enumerate(unit_order([item.nodeid for item in items]))}
+    items[:] = sorted(items, key=lambda item: rank[work_unit(item.nodeid)])
 
     for item in items:
         controller, target, playbook = file_kinds(getattr(item, "fspath", ""))

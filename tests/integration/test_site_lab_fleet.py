@@ -1,7 +1,8 @@
 """The fleet: three lab servers behind the real sglang-router, re-pinned under load (issue 7's done-when).
 
-Runs after test_site_lab (file order): lab-gpu-1 is converged there, saved as an image, and lab-gpu-2 and
-lab-gpu-3 start from it, so that the fleet is ready in seconds; the router host starts bare.
+The fleet's hosts are its own (inventories/lab-fleet), not lab-gpu-1, so that these tests run beside lab-gpu-1's
+(tests/conftest.py, LAB_HOST_UNITS): the first server converges from the lab's image, is saved as an image, and the
+other two start from it, so that they are ready in seconds; the router host starts bare.
 """
 import json
 import os
@@ -21,7 +22,8 @@ FLEET = REPO / "inventories" / "lab-fleet"
 SITE = REPO / "playbooks" / "site.yml"
 REPIN = REPO / "playbooks" / "repin.yml"
 DRIFT = REPO / "playbooks" / "drift.yml"
-SERVERS = ["lab-gpu-1", "lab-gpu-2", "lab-gpu-3"]
+SERVERS = ["lab-gpu-2", "lab-gpu-3", "lab-gpu-4"]  # inventories/lab-fleet/hosts.yml
+FIRST, SECOND, THIRD = SERVERS
 ROUTER = "lab-router-1"
 API_KEY = "lab-standin-api-key-not-a-secret"
 SNAPSHOT = "blackwell-lab/fleet:test"
@@ -124,18 +126,18 @@ class Load:
 @pytest.fixture(scope="module")
 def fleet():
     image = os.environ["BLACKWELL_LAB_IMAGE"]
-    hosts.start("lab-gpu-1", image)
+    hosts.start(FIRST, image)
     # the first host alone, from the Hub (its cache host is not up yet): the others start from its snapshot
-    first = fleet_playbook(SITE, "--limit", "lab-gpu-1", "-e", "nvidia_driver_reboot=true",
+    first = fleet_playbook(SITE, "--limit", FIRST, "-e", "nvidia_driver_reboot=true",
                            "-e", "model_weights_cache_url=")
-    assert first.returncode == 0, "site.yml failed on lab-gpu-1 (output above)"
-    tag = hosts.snapshot("lab-gpu-1", SNAPSHOT)
+    assert first.returncode == 0, f"site.yml failed on {FIRST} (output above)"
+    tag = hosts.snapshot(FIRST, SNAPSHOT)
     for h in SERVERS[1:]:
         hosts.start(h, tag, fresh=True)
     hosts.start(ROUTER, image, fresh=True)
     converged = fleet_playbook(SITE, "-e", "nvidia_driver_reboot=true")
     yield converged
-    for h in [*SERVERS[1:], ROUTER]:
+    for h in [*SERVERS, ROUTER]:
         hosts.remove(h)
     subprocess.run(["docker", "rmi", "-f", SNAPSHOT], capture_output=True)
 
@@ -183,19 +185,20 @@ def test_bad_batch_size_stops_before_anything_changes(fleet):
 
 def test_a_re_pin_on_part_of_the_fleet_is_refused_naming_the_servers_it_lacks(fleet, tmp_path):
     """A slice of the fleet (an automation platform's sliced job hands each slice an inventory of some hosts): the
-    inventory without lab-gpu-3. The router still balances it, so the re-pin stops before any change, naming it."""
+    inventory without the third server. The router still balances it, so the re-pin stops before any change, naming
+    it."""
     hosts_yml = (FLEET / "hosts.yml").read_text()
     sliced = tmp_path / "slice"
     sliced.mkdir()
     (sliced / "group_vars").symlink_to((FLEET / "group_vars").resolve())
-    kept = hosts_yml.replace("        lab-gpu-3:\n          ansible_port: 22203\n", "")
+    kept = hosts_yml.replace(f"        {THIRD}:\n          ansible_port: {hosts.LAB_HOSTS[THIRD]}\n", "")
     assert kept != hosts_yml
     (sliced / "hosts.yml").write_text(kept)
     before = {h: current_release(h) for h in SERVERS}
     out = run(["ansible-playbook", "-i", sliced, REPIN, "-e", f"sglang_commit={commits()['fp4_cudnn_default']}"],
               timeout=900)
     assert out.returncode != 0
-    assert f"{ROUTER} balances http://{hosts.address('lab-gpu-3')}:30000;" in out.stdout
+    assert f"{ROUTER} balances http://{hosts.address(THIRD)}:30000;" in out.stdout
     assert "A re-pin needs the whole fleet in one run" in out.stdout and "Nothing was changed." in out.stdout
     assert all(r["changed"] == 0 for r in recap(out.stdout).values())
     assert {h: current_release(h) for h in SERVERS} == before
@@ -274,7 +277,7 @@ def test_repin_rolls_across_the_fleet_under_load(fleet, tmp_path):
         assert any(k.startswith(f"{h}:") and new[:12] in k for k in report["served_by"]), \
             f"{h} served no request on the new release"
         assert model_link(h).endswith(f"/{later}"), f"{h} does not serve the model revision {later}"
-    said = [ln for ln in out.stdout.splitlines() if "lab-gpu-1: differs in" in ln]
+    said = [ln for ln in out.stdout.splitlines() if f"{FIRST}: differs in" in ln]
     assert said and "sglang_commit" in said[0] and "model revision" in said[0], said
     assert sent["sent_total"] == one_copy, f"the Hub sent {sent['sent_total']} bytes, not one copy ({one_copy})"
     figures = {}
@@ -308,9 +311,9 @@ def test_canary_failure_stops_the_rollout(fleet, tmp_path):
     out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['broken_server']}")
     report = load.stop()
     assert out.returncode != 0
-    assert "ROLLOUT STOPPED at lab-gpu-1" in out.stdout and "healthy and back in the routers" in out.stdout
+    assert f"ROLLOUT STOPPED at {FIRST}" in out.stdout and "healthy and back in the routers" in out.stdout
     r = recap(out.stdout)
-    assert r["lab-gpu-1"]["failed"] == 1
+    assert r[FIRST]["failed"] == 1
     for h in SERVERS[1:]:
         assert r[h]["changed"] == 0 and r[h]["failed"] == 0, f"{h} was touched"
     assert {h: current_release(h) for h in SERVERS} == before
@@ -330,29 +333,29 @@ def test_a_release_that_passes_the_gate_but_fails_verify_is_reverted(fleet, tmp_
     report = load.stop()
     assert out.returncode != 0
     assert "check gpu_count failed" in out.stdout
-    assert f"it was reverted to {os.path.basename(before['lab-gpu-1'])}" in out.stdout
+    assert f"it was reverted to {os.path.basename(before[FIRST])}" in out.stdout
     assert "healthy and back in the routers" in out.stdout
     assert {h: current_release(h) for h in SERVERS} == before
-    deployed = subprocess.run(["docker", "exec", hosts.container("lab-gpu-1"), "readlink", "/etc/sglang/deployed/release"],
+    deployed = subprocess.run(["docker", "exec", hosts.container(FIRST), "readlink", "/etc/sglang/deployed/release"],
                               capture_output=True, text=True).stdout.strip()
-    assert deployed == before["lab-gpu-1"] and new[:12] in deployed
+    assert deployed == before[FIRST] and new[:12] in deployed
     assert report["failed"] == 0, f"requests failed: {report['errors']}"
 
 
 def test_drift_names_the_hand_changed_host_and_only_that(fleet, tmp_path):
     new = commits()["fp4_cudnn_default"]
-    subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
+    subprocess.run(["docker", "exec", hosts.container(SECOND), "sh", "-c",
                     "sed -i 's/--mem-fraction-static 0.9/--mem-fraction-static 0.85/' /etc/systemd/system/sglang.service"
                     " && systemctl daemon-reload"], check=True)
     reports = tmp_path / "reports"  # not there yet: drift.yml makes it
     out = fleet_playbook(DRIFT, "-e", f"sglang_commit={new}", "-e", f"verify_report_dir={reports}")
     assert out.returncode == 2, "drift.yml should fail the host that differs"
     report = json.loads((reports / "drift.json").read_text())
-    assert report["drifted"] == ["lab-gpu-2"]
-    assert report["hosts"]["lab-gpu-2"] == [
+    assert report["drifted"] == [SECOND]
+    assert report["hosts"][SECOND] == [
         {"item": "unit flag --mem-fraction-static", "expected": "0.9", "found": "0.85"}]
-    assert report["hosts"]["lab-gpu-1"] == [] and report["hosts"]["lab-gpu-3"] == []
-    assert "1 of 3 host(s) differ from the stack file: lab-gpu-2" in out.stdout
+    assert report["hosts"][FIRST] == [] and report["hosts"][THIRD] == []
+    assert f"1 of 3 host(s) differ from the stack file: {SECOND}" in out.stdout
     assert all(r["changed"] == 0 for r in recap(out.stdout).values()), "drift.yml changed something"
 
 
@@ -385,21 +388,21 @@ def test_the_fingerprint_names_the_host_that_computes_garbage(fleet, tmp_path):
         check = _fingerprint_check(rep)
         assert check["ok"] and check["found"].startswith("same tokens as the fleet's majority"), (h, check)
         print(f"fingerprint probe of {h}: {check['probe']}")
-    subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "sh", "-c",
+    subprocess.run(["docker", "exec", hosts.container(SECOND), "sh", "-c",
                     "mkdir -p /etc/sglang-lab-standin && echo 6 > /etc/sglang-lab-standin/corrupt-from-token"],
                    check=True)
-    _restart_server("lab-gpu-2")
+    _restart_server(SECOND)
     try:
         bad = fleet_playbook(VERIFY, *common, "-e", f"verify_report_dir={tmp_path / 'bad'}")
     finally:
-        subprocess.run(["docker", "exec", hosts.container("lab-gpu-2"), "rm", "-rf", "/etc/sglang-lab-standin"],
+        subprocess.run(["docker", "exec", hosts.container(SECOND), "rm", "-rf", "/etc/sglang-lab-standin"],
                        check=True)
-        _restart_server("lab-gpu-2")
+        _restart_server(SECOND)
     assert bad.returncode == 2
     reports = _reports(tmp_path / "bad")
-    assert [h for h, rep in reports.items() if not rep["passed"]] == ["lab-gpu-2"]
-    found = _fingerprint_check(reports["lab-gpu-2"])["found"]
-    assert "differs from the fleet's majority (lab-gpu-1)" in found and "at token 6: different token" in found
+    assert [h for h, rep in reports.items() if not rep["passed"]] == [SECOND]
+    found = _fingerprint_check(reports[SECOND])["found"]
+    assert f"differs from the fleet's majority ({FIRST})" in found and "at token 6: different token" in found
     assert "check fingerprint failed" in bad.stdout
 
 
@@ -408,10 +411,10 @@ def test_a_re_pin_through_a_garbage_release_stops_at_the_canary(fleet, tmp_path)
     garbage is stopped at the canary by the fingerprint and rolled back; drift names the stale reference."""
     new = commits()["fp4_cudnn_default"]
     ref_file = tmp_path / "fingerprint.yml"
-    rec = fleet_playbook(FINGERPRINT, "-e", "fingerprint_host=lab-gpu-1", "-e", f"sglang_commit={new}",
+    rec = fleet_playbook(FINGERPRINT, "-e", f"fingerprint_host={FIRST}", "-e", f"sglang_commit={new}",
                          "-e", f"verify_fingerprint_file={ref_file}", "-e", f"verify_report_dir={tmp_path / 'r'}")
     assert rec.returncode == 0, "playbooks/fingerprint.yml failed (output above)"
-    assert "verify_fingerprint_reference:" in ref_file.read_text() and "recorded_from: lab-gpu-1" in ref_file.read_text()
+    assert "verify_fingerprint_reference:" in ref_file.read_text() and f"recorded_from: {FIRST}" in ref_file.read_text()
     with_ref = ["-e", f"@{ref_file}"]
     ok = fleet_playbook(VERIFY, *with_ref, "-e", f"sglang_commit={new}", "-e", '{"verify_checks": ["fingerprint"]}',
                         "-e", f"verify_report_dir={tmp_path / 'v'}")
@@ -421,7 +424,7 @@ def test_a_re_pin_through_a_garbage_release_stops_at_the_canary(fleet, tmp_path)
     before = {h: current_release(h) for h in SERVERS}
     out = fleet_playbook(REPIN, *with_ref, "-e", f"sglang_commit={commits()['garbage_kernels']}")
     assert out.returncode != 0
-    assert "ROLLOUT STOPPED at lab-gpu-1" in out.stdout and "check fingerprint failed" in out.stdout
+    assert f"ROLLOUT STOPPED at {FIRST}" in out.stdout and "check fingerprint failed" in out.stdout
     assert "at token 4: different token" in out.stdout
     r = recap(out.stdout)
     for h in SERVERS[1:]:

@@ -1,4 +1,4 @@
-"""`python3 -m lab test` runs three workers by default; a worker count the user gives wins. The longest work units
+"""`python3 -m lab test` runs four workers by default; a worker count the user gives wins. The longest work units
 are handed out first, each keeping its tests' order, and the names the units are made by are files that exist."""
 from pathlib import Path
 
@@ -8,9 +8,9 @@ from lab import cli
 from lab.util import LabError
 
 
-def test_three_workers_by_default(monkeypatch):
+def test_four_workers_by_default(monkeypatch):
     monkeypatch.delenv(cli.TEST_WORKERS, raising=False)
-    assert cli.parallel(["-k", "molecule"]) == ["-n", "3", "-v"]
+    assert cli.parallel(["-k", "molecule"]) == ["-n", "4", "-v"]
 
 
 @pytest.mark.parametrize("given", [["-n", "4"], ["-n=0"], ["--numprocesses", "3"], ["-p", "no:xdist"]])
@@ -32,9 +32,11 @@ def test_environment_sets_the_count_or_turns_it_off(monkeypatch):
 def test_work_units_keep_shared_hosts_on_one_worker():
     from conftest import work_unit
     units = {work_unit(n) for n in ("tests/integration/test_site_lab.py::test_x",
-                                      "tests/integration/test_site_lab_fleet.py::test_y[a]",
+                                      "tests/integration/test_site_lab_faults.py::test_y[a]",
                                       "tests/integration/test_verify_lab.py::test_z")}
     assert units == {"lab-hosts"}
+    # the fleet has hosts of its own
+    assert work_unit("tests/integration/test_site_lab_fleet.py::test_f") == "lab-fleet"
     assert work_unit("tests/integration/test_molecule.py::test_molecule_scenario[sglang]") == "molecule"
     assert work_unit("tests/unit/test_x.py::test_a[b::c]") == "tests/unit/test_x.py"
 
@@ -52,21 +54,23 @@ def test_the_longest_units_come_first_each_in_its_own_order():
     ids = ["tests/unit/test_a.py::t1", "tests/integration/test_control_nodes.py::c1",
            "tests/integration/test_molecule.py::m[sglang]", "tests/integration/test_site_lab.py::s1",
            "tests/unit/test_b.py::t2", "tests/integration/test_site_lab_fleet.py::f1",
-           "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_site_lab.py::s2"]
+           "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_site_lab.py::s2",
+           "tests/unit/test_b.py::t3"]
     items = [Item(i) for i in ids]
     conftest.pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == [
-        "tests/integration/test_site_lab.py::s1", "tests/integration/test_site_lab_fleet.py::f1",
-        "tests/integration/test_site_lab.py::s2", "tests/integration/test_molecule.py::m[sglang]",
+        "tests/integration/test_site_lab.py::s1", "tests/integration/test_site_lab.py::s2",
+        "tests/integration/test_site_lab_fleet.py::f1", "tests/integration/test_molecule.py::m[sglang]",
         "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_control_nodes.py::c1",
-        "tests/unit/test_a.py::t1", "tests/unit/test_b.py::t2"]
+        "tests/unit/test_b.py::t2", "tests/unit/test_b.py::t3", "tests/unit/test_a.py::t1"]
 
 
 def test_every_lab_host_test_and_long_unit_names_a_file_that_exists():
     import conftest
     tests = Path(__file__).resolve().parents[1]
     integration = {p.name for p in (tests / "integration").glob("test_*.py")}
-    assert conftest.LAB_HOST_TESTS <= integration, conftest.LAB_HOST_TESTS - integration
+    named = set().union(*conftest.LAB_HOST_UNITS.values())
+    assert named <= integration, named - integration
     units = {conftest.work_unit(f"tests/integration/{name}::t") for name in integration}
     units |= {conftest.work_unit(f"tests/unit/{p.name}::t") for p in (tests / "unit").glob("test_*.py")}
     assert set(conftest.LONGEST_FIRST) <= units, set(conftest.LONGEST_FIRST) - units
