@@ -46,11 +46,6 @@ def ssh_ok(host: str) -> bool:
     return proc.returncode == 0
 
 
-# The lab hosts' tests are the suite's critical path (tests/conftest.py, CRITICAL_UNITS): on a busy machine their
-# containers get four times the CPU weight of another container (a Molecule instance: docker's default, 1024).
-CPU_SHARES = 4096
-
-
 def start(host: str, image: str, *, fresh: bool = False) -> None:
     if host not in LAB_HOSTS:
         raise LabError(f"unknown lab host {host!r}; known: {', '.join(LAB_HOSTS)}")
@@ -66,7 +61,6 @@ def start(host: str, image: str, *, fresh: bool = False) -> None:
                "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--stop-signal", "RTMIN+3",
                "--restart", "unless-stopped", "--add-host", f"{MIRROR_NAME}:{bridge_gateway()}",
                "-p", f"127.0.0.1:{LAB_HOSTS[host]}:22", "--label", "blackwell-lab=host",
-               "--cpu-shares", str(CPU_SHARES),
                image, "/lib/systemd/systemd")
     pub = ssh_key().with_suffix(".pub").read_text()
     docker("exec", container(host), "sh", "-c",

@@ -34,17 +34,16 @@ def work_unit(nodeid: str) -> str:
     return next((unit for unit, names in LAB_HOST_UNITS.items() if name in names), path)
 
 
-# The lab hosts' units are the suite's critical path: chains of tests, each waiting for the last, longer than the
-# other workers' units together. On a machine with fewer cores than busy workers, the other workers' tests (and the
-# playbooks and Molecule runs they start) yield the CPU to them: they run at this niceness and fill what the chains
-# leave idle. Only under xdist (a run with -n 0 changes nothing); a worker that takes up a lab hosts' unit after
-# another goes back to 0 where it may (root), else stays where it is.
-CRITICAL_UNITS = set(LAB_HOST_UNITS)
+# The long units (LONGEST_FIRST, below: the lab hosts' chains of tests, each waiting for the last, and the Molecule
+# scenarios) are the suite's critical paths. On a machine with fewer cores than busy workers, the other units' tests
+# (and the playbooks they start) yield the CPU to them: they run at this niceness and fill what the long units leave
+# idle. Only under xdist (a run with -n 0 changes nothing); a worker that takes up a long unit after another goes
+# back to 0 where it may (root), else stays where it is.
 BACKGROUND_NICENESS = 10
 
 
 def niceness_for(nodeid: str) -> int:
-    return 0 if work_unit(nodeid) in CRITICAL_UNITS else BACKGROUND_NICENESS
+    return 0 if work_unit(nodeid) in LONGEST_FIRST else BACKGROUND_NICENESS
 
 
 def pytest_runtest_setup(item):

@@ -99,15 +99,17 @@ def probe_niceness(*nodeids, worker="gw0"):
     return [tuple(map(int, line.split())) for line in out.splitlines()]
 
 
-def test_other_units_yield_the_cpu_to_the_lab_hosts_unit_and_their_children_too():
+def test_short_units_yield_the_cpu_to_the_long_ones_and_their_children_too():
     import os
     import conftest
-    base = os.nice(0)  # this test may itself run in a worker that yields (a unit test is not the lab hosts' unit)
+    base = os.nice(0)  # this test may itself run in a worker that yields (a unit test is a short unit)
     root = os.geteuid() == 0
-    lab, other = "tests/integration/test_site_lab.py::test_x", "tests/integration/test_molecule.py::test_m[a]"
+    lab, other = "tests/integration/test_site_lab.py::test_x", "tests/unit/test_x.py::test_y"
+    molecule, fleet = "tests/integration/test_molecule.py::test_m[a]", "tests/integration/test_site_lab_fleet.py::f"
     lab_niceness = 0 if root else base  # back to 0 where the process may, else as it was
-    # a worker's lab-host test runs at 0; another unit's test, and what it starts, run nicer
+    # a worker's lab-host test runs at 0; a short unit's test, and what it starts, run nicer
     assert probe_niceness(lab, other) == [(lab_niceness,) * 2, (conftest.BACKGROUND_NICENESS,) * 2]
+    assert probe_niceness(molecule, fleet) == [(lab_niceness,) * 2] * 2
     assert probe_niceness(other, lab) == [(conftest.BACKGROUND_NICENESS,) * 2,
                                           (0 if root else conftest.BACKGROUND_NICENESS,) * 2]
     # without xdist nothing changes
