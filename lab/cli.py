@@ -98,8 +98,8 @@ def parallel(pytest_args: list[str]) -> list[str]:
     """Four test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
 
     Much of a lab test is waiting (apt, uv, a server's start, a health gate), so lab-gpu-1's tests, the fleet's, the
-    Molecule scenarios and the rest run side by side even on two cores, the lab hosts' two chains first and at a
-    higher CPU priority (tests/conftest.py says which test belongs to which unit, and in which order they start).
+    Molecule scenarios and the rest run side by side even on two cores, the long units first and at a higher CPU
+    priority (tests/conftest.py says which test belongs to which unit, and in which order they start).
     """
     if any(a == "-n" or a.startswith(("-n=", "--numprocesses")) or a == "no:xdist" for a in pytest_args):
         return []

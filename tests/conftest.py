@@ -75,8 +75,9 @@ if importlib.util.find_spec("xdist"):
 
 
 # Tests of the collection's controller side - a test module that runs ansible-playbook, imports an action or filter
-# plugin, or tests ansible-core's module_utils.urls API that the controller ships to hosts - are marked `controller`: tests/integration/test_site_lab_control_nodes.py runs them under every ansible-core the
-# collection supports (pytest -m controller). Read from the test's own source: no list to keep in step.
+# plugin, or tests ansible-core's module_utils.urls API that the controller ships to hosts - are marked `controller`:
+# tests/integration/test_control_nodes.py runs them under every ansible-core the collection supports (pytest -m
+# controller). Read from the test's own source: no list to keep in step.
 # Those that run a playbook are also marked `playbook`: above the floor only the others run (see
 # test_control_nodes.py).
 PLAYBOOK_SIGNS = ("ansible-playbook", "run_local_playbook")

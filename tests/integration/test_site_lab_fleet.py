@@ -14,6 +14,7 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from helpers import REPO, needs_lab, recap, run
 from lab import engine, hosts, hub, paths, serve, sglang_repo
@@ -22,7 +23,8 @@ FLEET = REPO / "inventories" / "lab-fleet"
 SITE = REPO / "playbooks" / "site.yml"
 REPIN = REPO / "playbooks" / "repin.yml"
 DRIFT = REPO / "playbooks" / "drift.yml"
-SERVERS = ["lab-gpu-2", "lab-gpu-3", "lab-gpu-4"]  # inventories/lab-fleet/hosts.yml
+# the servers as the fleet's inventory lists them, the canary first
+SERVERS = list(yaml.safe_load((FLEET / "hosts.yml").read_text())["all"]["children"]["gpu_servers"]["hosts"])
 FIRST, SECOND, THIRD = SERVERS
 ROUTER = "lab-router-1"
 API_KEY = "lab-standin-api-key-not-a-secret"
