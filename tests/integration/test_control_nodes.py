@@ -1,9 +1,9 @@
 """The collection on the control nodes users have, where no lab host is needed: for every supported ansible-core
-(control_nodes.py) the unit tests of the controller side (pytest -m controller: the plugins' on each version, and on
-the floor those that run the roles' playbooks too: ansible-core's templating is one engine from 2.16 to 2.18, so the
-floor stands for the versions between, and the newest runs the whole suite), and a version below the floor stops
-in site.yml's first play, naming both versions, before any host is touched. A work unit of its own, beside the lab
-hosts' (tests/conftest.py); test_site_lab_control_nodes.py runs site.yml on the converged lab host with each."""
+(control_nodes.py) the unit tests of the plugins (pytest -m "controller and not playbook"; the unit tests that run the
+roles' playbooks run under the newest, with the whole suite: issue 36 asks for the plugins' per version, not a copy of
+the suite), and a version below the floor stops in site.yml's first play, naming both versions, before any host is
+touched. A work unit of its own, beside the lab hosts' (tests/conftest.py); test_site_lab_control_nodes.py runs
+site.yml on the converged lab host with each, the roles' tasks templated by that version."""
 import os
 import subprocess
 import sys
@@ -28,8 +28,7 @@ def test_the_listed_versions_start_at_the_floor():
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_the_controller_side_passes_its_unit_tests(version):
     bindir = venv(version, with_tests=True)
-    marks = "controller" if version == SUPPORTED[0] else "controller and not playbook"
-    proc = subprocess.run([str(bindir / "python"), "-m", "pytest", "-q", "-m", marks, "-n", "2",
+    proc = subprocess.run([str(bindir / "python"), "-m", "pytest", "-q", "-m", "controller and not playbook",
                            "-p", "no:cacheprovider", str(REPO / "tests" / "unit")], cwd=REPO, capture_output=True,
                           text=True, timeout=1800)
     sys.stdout.write(proc.stdout[-8000:])
