@@ -95,7 +95,7 @@ TEST_WORKERS = "BLACKWELL_LAB_TEST_WORKERS"
 
 
 def parallel(pytest_args: list[str]) -> list[str]:
-    """Four test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
+    """Five test workers unless told otherwise (-n/--numprocesses given, or BLACKWELL_LAB_TEST_WORKERS=0).
 
     Much of a lab test is waiting (apt, uv, a server's start, a health gate), so lab-gpu-1's tests, the fleet's, the
     Molecule scenarios and the rest run side by side even on two cores, the long units first and at a higher CPU
@@ -103,7 +103,7 @@ def parallel(pytest_args: list[str]) -> list[str]:
     """
     if any(a == "-n" or a.startswith(("-n=", "--numprocesses")) or a == "no:xdist" for a in pytest_args):
         return []
-    workers = os.environ.get(TEST_WORKERS, "4")
+    workers = os.environ.get(TEST_WORKERS, "5")
     if not workers.isdigit():
         raise LabError(f"{TEST_WORKERS} must be a number of workers (0: no parallel run), found {workers!r}")
     if int(workers) < 2:

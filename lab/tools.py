@@ -77,12 +77,15 @@ def collections_root() -> Path:
 
 
 def drop_installed_copies() -> None:
-    """Remove copies of this collection that Molecule installed earlier: they would shadow the checkout."""
-    stale = paths.sub("ansible-home") / "collections" / "ansible_collections" / NAMESPACE / NAME
-    if stale.is_symlink():
-        stale.unlink()
-    elif stale.exists():
-        shutil.rmtree(stale)
+    """Remove copies of this collection that Molecule installed earlier (in the lab's ANSIBLE_HOME, or a scenario's
+    own under it): they would shadow the checkout."""
+    home = paths.sub("ansible-home")
+    for stale in [home, *home.glob("molecule-*")]:
+        stale = stale / "collections" / "ansible_collections" / NAMESPACE / NAME
+        if stale.is_symlink():
+            stale.unlink()
+        elif stale.exists():
+            shutil.rmtree(stale)
 
 
 def tool_env(venv: Path) -> dict[str, str]:

@@ -12,25 +12,26 @@ for p in (REPO, REPO / ".collections"):
         sys.path.insert(0, str(p))
 
 
-# `python3 -m lab test` runs the tests in four workers (pytest-xdist). The tests that drive SSH lab hosts share them,
-# in file order (lab-gpu-1 is converged once and reused), so the tests of one set of hosts are one unit of work for
-# one worker: lab-gpu-1's, and the fleet's (its own servers and router, inventories/lab-fleet), which run beside each
-# other; the Molecule scenarios, each in its own container, are another; every other test module (unit tests, lint,
-# sanity, the resolution check) is a unit of its own, so that its module-scoped fixtures (a built apt repository, a
-# started stand-in) are made once and never by two workers at the same time. (xdist's own --dist loadgroup cannot
-# do it with pytest 9: it renames a test by assigning a node id that pytest 9 computes.)
+# `python3 -m lab test` runs the tests in five workers (pytest-xdist). The tests that drive SSH lab hosts share them,
+# in file order (a host is converged once and reused), so the tests of one set of hosts are one unit of work for one
+# worker: lab-gpu-1's, the fault tests' (lab-gpu-5, inventories/lab-faults) and the fleet's (its own servers and
+# router, inventories/lab-fleet), which run beside each other; each Molecule scenario, in its own container and
+# ANSIBLE_HOME, is a unit of its own; every other test module (unit tests, lint, sanity, the resolution check) is a
+# unit of its own, so that its module-scoped fixtures (a built apt repository, a started stand-in) are made once and
+# never by two workers at the same time. (xdist's own --dist loadgroup cannot do it with pytest 9: it renames a test
+# by assigning a node id that pytest 9 computes.)
 LAB_HOST_UNITS = {
-    "lab-hosts": {"test_site_lab.py", "test_site_lab_faults.py", "test_verify_lab.py",
-                  "test_site_lab_control_nodes.py"},
+    "lab-hosts": {"test_site_lab.py", "test_verify_lab.py", "test_site_lab_control_nodes.py"},
+    "lab-faults": {"test_site_lab_faults.py"},
     "lab-fleet": {"test_site_lab_fleet.py"},
 }
 
 
 def work_unit(nodeid: str) -> str:
-    path = nodeid.split("::", 1)[0]
+    path, _, test = nodeid.partition("::")
     name = path.rsplit("/", 1)[-1]
     if name == "test_molecule.py":
-        return "molecule"
+        return "molecule" + test[test.index("["):] if "[" in test else "molecule"
     return next((unit for unit, names in LAB_HOST_UNITS.items() if name in names), path)
 
 
@@ -42,8 +43,13 @@ def work_unit(nodeid: str) -> str:
 BACKGROUND_NICENESS = 10
 
 
+def is_long(unit: str) -> bool:
+    """A unit of LONGEST_FIRST (a Molecule scenario's unit counts as "molecule")."""
+    return unit.split("[", 1)[0] in LONGEST_FIRST
+
+
 def niceness_for(nodeid: str) -> int:
-    return 0 if work_unit(nodeid) in LONGEST_FIRST else BACKGROUND_NICENESS
+    return 0 if is_long(work_unit(nodeid)) else BACKGROUND_NICENESS
 
 
 def pytest_runtest_setup(item):
@@ -71,6 +77,17 @@ if importlib.util.find_spec("xdist"):
             def _split_scope(self, nodeid):
                 return work_unit(nodeid)
 
+            def _assign_work_unit(self, node):
+                # xdist gives a worker its next unit before the last two tests of its current one have run (the
+                # worker must know its next test to run one): behind a long unit, that next unit would wait for it
+                # while other workers are free, so a short one goes there (the long ones go to workers as they free)
+                if any(is_long(unit) and not all(done.values())
+                       for unit, done in self.assigned_work.get(node, {}).items()):
+                    short = next((unit for unit in self.workqueue if not is_long(unit)), None)
+                    if short is not None:
+                        self.workqueue.move_to_end(short, last=False)
+                super()._assign_work_unit(node)
+
         return LabScheduling(config, log)
 
 
@@ -78,7 +95,7 @@ if importlib.util.find_spec("xdist"):
 # plugin, or tests ansible-core's module_utils.urls API that the controller ships to hosts - are marked `controller`:
 # tests/integration/test_control_nodes.py runs them under every ansible-core the collection supports (pytest -m
 # controller). Read from the test's own source: no list to keep in step.
-# Those that run a playbook are also marked `playbook`: above the floor only the others run (see
+# Those that run a playbook are also marked `playbook`: the control-node matrix runs the others (see
 # test_control_nodes.py).
 PLAYBOOK_SIGNS = ("ansible-playbook", "run_local_playbook")
 CONTROLLER_SIGNS = PLAYBOOK_SIGNS + ("plugins.action", "plugins.filter", "ansible.module_utils.urls")
@@ -120,11 +137,11 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# The work units are handed out in this order: the lab hosts' units, then the Molecule scenarios and the control
-# nodes' unit tests under each ansible-core, then every other unit by its number of tests (as xdist's own
-# --loadscope-reorder would; LabScheduling turns that off, which would put the lab hosts' units after the many-test
-# unit files). Each unit keeps its tests' file order (the lab hosts' tests depend on it).
-LONGEST_FIRST = ("lab-hosts", "lab-fleet", "molecule", "tests/integration/test_control_nodes.py")
+# The work units are handed out in this order: the lab hosts' units, then the Molecule scenarios, then every other
+# unit by its number of tests (as xdist's own --loadscope-reorder would; LabScheduling turns that off, which would put
+# the lab hosts' units after the many-test unit files). Each unit keeps its tests' file order (the lab hosts' tests
+# depend on it).
+LONGEST_FIRST = ("lab-hosts", "lab-faults", "lab-fleet", "molecule")
 
 
 def unit_order(nodeids):
@@ -133,8 +150,8 @@ def unit_order(nodeids):
     for nodeid in nodeids:
         unit = work_unit(nodeid)
         counts[unit] = counts.get(unit, 0) + 1
-    return sorted(counts, key=lambda unit: (LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST),
-                                             -counts[unit] if unit not in LONGEST_FIRST else 0))
+    return sorted(counts, key=lambda unit: (LONGEST_FIRST.index(unit.split("[", 1)[0]) if is_long(unit)
+                                             else len(LONGEST_FIRST), 0 if is_long(unit) else -counts[unit]))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,7 @@
 """Faults injected into a converged lab host (issue 19): a run killed at each step of the service's deploy
-sequence is finished by the next one. Runs after test_site_lab.py, on the host that test converged."""
+sequence is finished by the next one. The host is the tests' own (inventories/lab-faults), so that they run beside
+lab-gpu-1's (tests/conftest.py, LAB_HOST_UNITS): converged here from the lab's image, as test_site_lab.py converges
+lab-gpu-1."""
 import json
 import os
 import subprocess
@@ -8,12 +10,14 @@ import time
 import pytest
 import yaml
 
-from helpers import REPO, needs_lab, playbook, recap
+from helpers import REPO, needs_lab, recap, run
 from lab import hosts
 
 SITE = REPO / "playbooks" / "site.yml"
 SERVICE = REPO / "tests" / "integration" / "playbooks" / "sglang_service.yml"
-HOST = "lab-gpu-1"
+FAULTS = REPO / "inventories" / "lab-faults"
+# the inventory's one server
+HOST, = yaml.safe_load((FAULTS / "hosts.yml").read_text())["all"]["children"]["gpu_servers"]["hosts"]
 INTERRUPT = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "tests" / "integration" / "callbacks"),
              "ANSIBLE_CALLBACKS_ENABLED": "interrupt"}
 
@@ -29,6 +33,10 @@ STEPS = {
 }
 
 
+def playbook(*args, env=None, timeout=1800):
+    return run(["ansible-playbook", "-i", FAULTS, *args], env=env, timeout=timeout)
+
+
 def on_host(*argv):
     return subprocess.run(["docker", "exec", hosts.container(HOST), *argv], capture_output=True, text=True,
                           check=True).stdout
@@ -36,13 +44,12 @@ def on_host(*argv):
 
 @pytest.fixture(scope="module")
 def converged():
-    hosts.start(HOST, os.environ["BLACKWELL_LAB_IMAGE"])
+    hosts.start(HOST, os.environ["BLACKWELL_LAB_IMAGE"], fresh=True)
     # rebooted into its driver where a converge left it waiting, so that verify.yml can pass
     proc = playbook(SITE, "-e", "nvidia_driver_reboot=true")
     assert proc.returncode == 0, "site.yml did not converge the lab host (output above)"
     yield
-    # leave the host on the stack file's settings for the tests that follow
-    assert playbook(SERVICE).returncode == 0
+    hosts.remove(HOST)
 
 
 def server_args():

@@ -1,4 +1,4 @@
-"""`python3 -m lab test` runs four workers by default; a worker count the user gives wins. The longest work units
+"""`python3 -m lab test` runs five workers by default; a worker count the user gives wins. The longest work units
 are handed out first, each keeping its tests' order, and the names the units are made by are files that exist."""
 from pathlib import Path
 
@@ -8,9 +8,9 @@ from lab import cli
 from lab.util import LabError
 
 
-def test_four_workers_by_default(monkeypatch):
+def test_five_workers_by_default(monkeypatch):
     monkeypatch.delenv(cli.TEST_WORKERS, raising=False)
-    assert cli.parallel(["-k", "molecule"]) == ["-n", "4", "-v"]
+    assert cli.parallel(["-k", "molecule"]) == ["-n", "5", "-v"]
 
 
 @pytest.mark.parametrize("given", [["-n", "4"], ["-n=0"], ["--numprocesses", "3"], ["-p", "no:xdist"]])
@@ -32,37 +32,87 @@ def test_environment_sets_the_count_or_turns_it_off(monkeypatch):
 def test_work_units_keep_shared_hosts_on_one_worker():
     from conftest import work_unit
     units = {work_unit(n) for n in ("tests/integration/test_site_lab.py::test_x",
-                                      "tests/integration/test_site_lab_faults.py::test_y[a]",
+                                      "tests/integration/test_site_lab_control_nodes.py::test_y[a]",
                                       "tests/integration/test_verify_lab.py::test_z")}
     assert units == {"lab-hosts"}
-    # the fleet has hosts of its own
+    # the fault tests and the fleet have hosts of their own
+    assert work_unit("tests/integration/test_site_lab_faults.py::test_y[a]") == "lab-faults"
     assert work_unit("tests/integration/test_site_lab_fleet.py::test_f") == "lab-fleet"
-    assert work_unit("tests/integration/test_molecule.py::test_molecule_scenario[sglang]") == "molecule"
+    # each Molecule scenario has its own container
+    assert work_unit("tests/integration/test_molecule.py::test_molecule_scenario[sglang]") == "molecule[sglang]"
     assert work_unit("tests/unit/test_x.py::test_a[b::c]") == "tests/unit/test_x.py"
+
+
+class Item:
+    def __init__(self, nodeid):
+        self.nodeid, self.fspath = nodeid, ""
+
+    def add_marker(self, marker):
+        pass
 
 
 def test_the_longest_units_come_first_each_in_its_own_order():
     import conftest
-
-    class Item:
-        def __init__(self, nodeid):
-            self.nodeid, self.fspath = nodeid, ""
-
-        def add_marker(self, marker):
-            pass
-
     ids = ["tests/unit/test_a.py::t1", "tests/integration/test_control_nodes.py::c1",
            "tests/integration/test_molecule.py::m[sglang]", "tests/integration/test_site_lab.py::s1",
            "tests/unit/test_b.py::t2", "tests/integration/test_site_lab_fleet.py::f1",
            "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_site_lab.py::s2",
-           "tests/unit/test_b.py::t3"]
+           "tests/integration/test_site_lab_faults.py::x1", "tests/unit/test_b.py::t3"]
     items = [Item(i) for i in ids]
     conftest.pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == [
         "tests/integration/test_site_lab.py::s1", "tests/integration/test_site_lab.py::s2",
-        "tests/integration/test_site_lab_fleet.py::f1", "tests/integration/test_molecule.py::m[sglang]",
-        "tests/integration/test_molecule.py::m[uv]", "tests/integration/test_control_nodes.py::c1",
-        "tests/unit/test_b.py::t2", "tests/unit/test_b.py::t3", "tests/unit/test_a.py::t1"]
+        "tests/integration/test_site_lab_faults.py::x1", "tests/integration/test_site_lab_fleet.py::f1",
+        "tests/integration/test_molecule.py::m[sglang]", "tests/integration/test_molecule.py::m[uv]",
+        "tests/unit/test_b.py::t2", "tests/unit/test_b.py::t3", "tests/unit/test_a.py::t1",
+        "tests/integration/test_control_nodes.py::c1"]
+
+
+class Node:
+    """A worker as xdist's scheduler sees it: what it was sent."""
+
+    def __init__(self, name):
+        import types
+        self.name, self.sent, self.shutting_down = name, [], False
+        self.gateway = types.SimpleNamespace(id=name)
+
+    def send_runtest_some(self, indexes):
+        self.sent.append(indexes)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+    def __repr__(self):
+        return self.name
+
+
+def test_no_unit_waits_behind_a_long_one_while_another_worker_is_free():
+    """xdist gives a worker its next unit while it still runs its current one: behind a long unit that next one is a
+    short unit, and a long one goes to the next worker that finishes what it was given."""
+    import types
+    import conftest
+    ids = ["tests/integration/test_site_lab.py::s1", "tests/integration/test_site_lab.py::s2",
+           "tests/integration/test_molecule.py::m[a]", "tests/integration/test_molecule.py::m[b]",
+           "tests/integration/test_molecule.py::m[c]", "tests/unit/test_x.py::t1", "tests/unit/test_y.py::t1",
+           "tests/unit/test_z.py::t1"]
+    items = [Item(i) for i in ids]
+    conftest.pytest_collection_modifyitems(None, items)
+    config = types.SimpleNamespace(option=types.SimpleNamespace(), getvalue=lambda name: ["2*popen"])
+    sched = conftest.pytest_xdist_make_scheduler(config, None)
+    nodes = [Node("gw0"), Node("gw1")]
+    for node in nodes:
+        sched.add_node(node)
+        sched.add_node_collection(node, [i.nodeid for i in items])
+    sched.schedule()
+    given = {node.name: [unit for unit in sched.assigned_work[node]] for node in nodes}
+    # each worker's first unit is a long one; behind it (given early, run after it) only a short one
+    assert given == {"gw0": ["lab-hosts", "tests/unit/test_x.py"], "gw1": ["molecule[a]", "tests/unit/test_y.py"]}
+    # gw1 ends molecule[a] and its unit test: the next Molecule scenario is its, not queued behind lab-gpu-1's tests
+    sched.mark_test_complete(nodes[1], ids.index("tests/integration/test_molecule.py::m[a]"))
+    sched.mark_test_complete(nodes[1], ids.index("tests/unit/test_y.py::t1"))
+    assert list(sched.assigned_work[nodes[1]])[2:] == ["molecule[b]", "tests/unit/test_z.py"]
+    assert list(sched.assigned_work[nodes[0]]) == ["lab-hosts", "tests/unit/test_x.py"]
+    assert list(sched.workqueue) == ["molecule[c]"]
 
 
 def test_every_lab_host_test_and_long_unit_names_a_file_that_exists():

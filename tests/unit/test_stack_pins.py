@@ -50,7 +50,7 @@ def test_driver_and_toolkit_share_one_repository():
         assert inv["nvidia_driver_repo_base_url"] == inv["cuda_toolkit_repo_base_url"]
 
 
-@pytest.mark.parametrize("inventory", ["lab", "lab-fleet"])
+@pytest.mark.parametrize("inventory", sorted(p.name for p in (REPO / "inventories").glob("lab*")))
 def test_lab_hosts_match_the_lab(inventory):
     from lab import hosts
     inv = yaml.safe_load((REPO / "inventories" / inventory / "hosts.yml").read_text())
