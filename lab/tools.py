@@ -100,6 +100,9 @@ def tool_env(venv: Path) -> dict[str, str]:
     env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(paths.sub("facts"))
     # Molecule installs the collection under test into ANSIBLE_HOME; keep that inside the lab's state
     env["ANSIBLE_HOME"] = str(paths.sub("ansible-home"))
+    # Molecule's Docker calls (community.docker) wait 10 minutes, not 60 s: removing a scenario's container, with the
+    # releases of sglang's real dependency graph on its disk, took longer on a busy machine and destroy failed
+    env["DOCKER_TIMEOUT"] = "600"
     env["PY_COLORS"] = "0"
     env["ANSIBLE_FORCE_COLOR"] = "0"
     return env
