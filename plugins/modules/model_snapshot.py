@@ -185,32 +185,14 @@ marker_matches_manifest:
   sample: true
 """
 
-import json
 import os
-import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.serving.plugins.module_utils.http_session import secret_problem
-from ansible.module_utils.urls import open_url
+from ansible_collections.blackwell.serving.plugins.module_utils import model_check, snapshot
 
-from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
-
-SHA = re.compile(r"^[0-9a-f]{40}$")
-NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
-
-
-def fetch_manifest(p):
-    url = f"{p['endpoint'].rstrip('/')}/api/models/{p['repo_id']}/tree/{p['revision']}?recursive=true"
-    headers = {"Authorization": f"Bearer {p['token']}"} if p["token"] else {}
-    entries = []
-    while url:
-        resp = open_url(url, headers=headers, timeout=p["timeout"], http_agent="blackwell.serving model_snapshot")
-        entries.extend(json.loads(resp.read()))
-        link = NEXT.search(resp.headers.get("Link") or "")
-        url = link.group(1) if link else None
-    return snapshot.normalise_manifest(entries)
+AGENT = "blackwell.serving model_snapshot"
 
 
 def free_bytes(path):
@@ -224,63 +206,55 @@ def free_bytes(path):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            path=dict(type="path", required=True),
-            repo_id=dict(type="str", required=True),
-            revision=dict(type="str", required=True),
-            endpoint=dict(type="str", default="https://huggingface.co"),
-            token=dict(type="str", no_log=True),
+            model_check.SPEC,
             state=dict(type="str", choices=["inspect", "verified", "checked"], default="inspect"),
             checksum=dict(type="bool", default=True),
             rehash=dict(type="bool", default=False),
             repair=dict(type="bool", default=False),
             progress_file=dict(type="path"),
-            timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    if secret_problem(p["token"], "token"):
-        module.fail_json(msg=secret_problem(p["token"], "token"))
-    if not SHA.match(p["revision"]):
-        module.fail_json(msg=f"revision must be a full 40-hex commit id; got {p['revision']!r}")
+    if model_check.input_problem(p):
+        module.fail_json(msg=model_check.input_problem(p))
     root = p["path"]
     state = p["state"]
     record = state == "verified"
     verify = state == "checked" or (record and p["checksum"])
     result = dict(changed=False, free_bytes=free_bytes(root), extra=[], changed_files=[], hashed=[], removed=[])
 
+    if state == "checked":
+        progress = (lambda total: progress_writer(p["progress_file"], total)) if p["progress_file"] else None
+        try:
+            result.update(model_check.check(p, AGENT, rehash=p["rehash"], progress=progress))
+        except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: say which request failed
+            module.fail_json(msg=model_check.listing_error(p, exc), **result)
+        module.exit_json(**result)
+
     marker = snapshot.read_marker(root) if os.path.isdir(root) else None
     matches = snapshot.marker_matches(marker, p["repo_id"], p["revision"])
     recorded = marker.get("files") if matches else None
-    if matches and state != "checked" and not p["rehash"]:
+    if matches and not p["rehash"]:
         done, quick = snapshot.as_recorded(root, marker)
         if done:
-            result.update(public(quick), source="marker")
+            result.update(model_check.public(quick), source="marker")
             module.exit_json(**result)
 
     try:
-        manifest = fetch_manifest(p)
-    except snapshot.ManifestError as exc:
-        module.fail_json(msg=f"{p['repo_id']}@{p['revision']} from {p['endpoint']}: {exc}", **result)
+        manifest = model_check.fetch_manifest(p, AGENT)
     except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: say which request failed
-        detail = getattr(exc, "code", None)
-        hint = " (a token with access to the repository is needed: set model_weights_token)" if detail in (401, 403) else ""
-        module.fail_json(msg=f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: "
-                             f"{exc}{hint}", **result)
+        module.fail_json(msg=model_check.listing_error(p, exc), **result)
 
-    progress = progress_writer(p["progress_file"], sum(e["size"] for e in manifest)) if verify and p["progress_file"] and not \
-        (module.check_mode and state != "checked") else None
+    progress = progress_writer(p["progress_file"], sum(e["size"] for e in manifest)) if verify and p["progress_file"] \
+        and not module.check_mode else None
     try:
         judged = snapshot.judge(root, manifest, verify=verify, recorded=recorded, rehash=p["rehash"], progress=progress)
     finally:
         if progress:
             progress.close()
-    result.update(public(judged), source="hub")
+    result.update(model_check.public(judged), source="hub")
     result["extra"] = snapshot.extra_files(root, manifest) if os.path.isdir(root) else []
-    if state == "checked":
-        result["marker_matches_manifest"] = matches and marker["manifest"] == manifest
-        result["complete"] = judged["complete"] and result["marker_matches_manifest"]
-        module.exit_json(**result)
     if not record:
         module.exit_json(**result)
     if p["repair"] and judged["wrong_hash"]:
@@ -309,13 +283,6 @@ def main():
             os.replace(tmp, os.path.join(root, snapshot.MARKER))
         result["changed"] = True
     module.exit_json(**result)
-
-
-def public(judged):
-    """The judgement as the module returns it (the records go into the marker only)."""
-    out = {k: v for k, v in judged.items() if k not in ("records", "changed")}
-    out["changed_files"] = judged["changed"]
-    return out
 
 
 class progress_writer:

@@ -9,12 +9,13 @@ module: sglang_probe
 short_description: Read a host's GPUs, release, service and server as verify judges them, in one round trip
 version_added: 0.4.0
 description:
-  - Reads, in one call, what the verify role judges of an sglang host apart from the weights - the GPUs and driver
+  - Reads, in one call, what the verify role judges of an sglang host - the GPUs and driver
     (O(gpu), as M(blackwell.serving.gpu_facts) reads them), the release links (O(links), resolved as
     M(ansible.builtin.stat) resolves them), whether files exist (O(exists)), the packages of a Python environment
     (O(python)), the SM120 judgement of the release's tree (O(sm120), as M(blackwell.serving.sglang_sm120_check)
-    makes it), the state of a systemd unit (O(unit)), the status of each of the server's O(paths), and one chat
-    completion (O(chat)).
+    makes it), the model's weights against their revision's manifest (O(model), as M(blackwell.serving.model_snapshot)
+    with C(state=checked) judges them), the state of a systemd unit (O(unit)), the status of each of the server's
+    O(paths), and one chat completion (O(chat)).
   - Each part is asked only when its option is given (the server only with O(url)); each answers what it found,
     never fails the task (the judge says what is wrong). A converged host pays one round trip instead of one per probe.
   - Reads only; never changes anything.
@@ -35,6 +36,36 @@ options:
         is no release to judge (an empty RV(sm120)); its C(model_path) is read where that directory has a
         C(config.json), else the default head sizes are judged. Nothing when left out.
     type: dict
+  model:
+    description:
+      - Also judge the model's weights against their revision's manifest as M(blackwell.serving.model_snapshot) with
+        C(state=checked) judges them (every file that differs from the marker's record of it is hashed; nothing is
+        written); RV(model) answers. Nothing when left out.
+    type: dict
+    suboptions:
+      path:
+        description: O(blackwell.serving.model_snapshot#module:path).
+        type: path
+        required: true
+      repo_id:
+        description: O(blackwell.serving.model_snapshot#module:repo_id).
+        type: str
+        required: true
+      revision:
+        description: O(blackwell.serving.model_snapshot#module:revision).
+        type: str
+        required: true
+      endpoint:
+        description: O(blackwell.serving.model_snapshot#module:endpoint).
+        type: str
+        default: https://huggingface.co
+      token:
+        description: O(blackwell.serving.model_snapshot#module:token).
+        type: str
+      timeout:
+        description: O(blackwell.serving.model_snapshot#module:timeout).
+        type: int
+        default: 60
   url:
     default: ""
   timeout:
@@ -199,6 +230,14 @@ ansible_facts:
   returned: when O(gpu) is given
   type: dict
   sample: {nvidia_gpu: {state: ok, count: 8}}
+model:
+  description:
+    - With O(model), what M(blackwell.serving.model_snapshot) with C(state=checked) returns (C(complete),
+      C(marker_matches_manifest), C(missing), C(wrong_size), C(wrong_hash), C(hashed), ...); C(msg) alone where the
+      manifest could not be read or an option is wrong.
+  returned: when O(model) is given
+  type: dict
+  sample: {complete: true, marker_matches_manifest: true, files: 3, hashed: []}
 sm120:
   description:
     - With O(sm120), what M(blackwell.serving.sglang_sm120_check) returns; C(error) instead where it could not judge
@@ -226,7 +265,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.blackwell.serving.plugins.module_utils import gpu_facts, native_libs, sm120_check
+from ansible_collections.blackwell.serving.plugins.module_utils import gpu_facts, model_check, native_libs, sm120_check
 from ansible_collections.blackwell.serving.plugins.module_utils import sglang_probe as probe
 from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session, secret_problem
 from ansible_collections.blackwell.serving.plugins.module_utils.fingerprint import take
@@ -277,11 +316,23 @@ def judge_sm120(module, p):
         return {"error": str(exc) or type(exc).__name__}
 
 
+def check_model(p):
+    """model_snapshot's state=checked answer; its message alone where it would have failed."""
+    problem = model_check.input_problem(p)
+    if problem:
+        return {"msg": problem}
+    try:
+        return model_check.check(p, "blackwell.serving sglang_probe")
+    except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: which request failed
+        return {"msg": model_check.listing_error(p, exc)}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             gpu=dict(type="dict"),
             sm120=dict(type="dict"),
+            model=dict(type="dict", options=model_check.SPEC),
             url=dict(type="str", default=""),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="int", default=30),
@@ -316,6 +367,8 @@ def main():
         result["ansible_facts"] = result["gpu"].pop("ansible_facts")
     if sm120 is not None:
         result["sm120"] = judge_sm120(module, sm120)
+    if p["model"] is not None:
+        result["model"] = check_model(p["model"])
     if p["python"]:
         if os.path.exists(p["python"]):
             rc, out, _err = module.run_command([p["python"], "-c", probe.PACKAGES_SCRIPT])

@@ -163,3 +163,46 @@ def test_checked_without_a_marker_or_with_another_manifest_fails(hub, model):
     (model / MARKER).write_text(json.dumps(marker))
     r = snap(model, endpoint, state="checked")
     assert r["complete"] is False and r["marker_matches_manifest"] is False
+
+
+def probed(root, endpoint, **args):
+    """sglang_probe's model part (verify's one round trip) on the same copy."""
+    return run_module("sglang_probe", {"model": {"path": str(root), "repo_id": REPO_ID, "revision": REV,
+                                                 "endpoint": endpoint, **args}})
+
+
+def same_judgement(module_result):
+    """model_snapshot's answer without what only that module returns (free space, what it changed or removed)."""
+    return {k: v for k, v in module_result.items() if k not in ("free_bytes", "changed", "removed", "invocation")}
+
+
+def test_the_probe_judges_the_weights_as_checked_does(hub, model):
+    endpoint, _ = hub
+    # no marker yet, then a converged copy, then one file rewritten: the same answer from both, nothing written
+    for step in ("no marker", "recorded", "rewritten"):
+        if step == "recorded":
+            assert snap(model, endpoint, state="verified")["complete"]
+        if step == "rewritten":
+            corrupt_in_place(model / "model-00001.safetensors", keep_mtime=False)
+        before = sorted((p.name, p.stat().st_mtime_ns) for p in model.iterdir())
+        checked = snap(model, endpoint, state="checked")
+        got = probed(model, endpoint)
+        assert not got.get("failed") and not got["changed"], got
+        assert got["model"] == same_judgement(checked), step
+        assert sorted((p.name, p.stat().st_mtime_ns) for p in model.iterdir()) == before, "the probe wrote"
+    assert got["model"]["complete"] is False and got["model"]["wrong_hash"] == ["model-00001.safetensors"]
+
+
+def test_the_probe_says_why_the_weights_were_not_judged_and_never_fails(model):
+    """No Hub answers, a branch name as the revision, a token with a newline: the message model_snapshot fails
+    with, in the probe's answer (the judge shows it as found); the token's value never."""
+    with serve(lambda path: (404, b"not found")) as endpoint:
+        got = probed(model, endpoint)
+        failed = snap(model, endpoint, state="checked")
+    assert failed["failed"] and not got.get("failed")
+    assert got["model"] == {"msg": failed["msg"]} and "could not list org/model" in got["model"]["msg"]
+    assert probed(model, "http://127.0.0.1:9", revision="main")["model"]["msg"] == \
+        "revision must be a full 40-hex commit id; got 'main'"
+    secret = "hf_secret\n"
+    got = probed(model, "http://127.0.0.1:9", token=secret)
+    assert "token" in got["model"]["msg"] and "hf_secret" not in json.dumps(got)
