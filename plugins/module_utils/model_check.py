@@ -30,6 +30,10 @@ SPEC = dict(
 )
 
 
+class ListingError(Exception):
+    """The revision's manifest could not be read; the message says which request, and why (listing_error)."""
+
+
 def input_problem(p):
     """What is wrong with the options before anything is read (the token's value never shown), or None."""
     if secret_problem(p["token"], "token"):
@@ -72,11 +76,14 @@ def check(p, agent, rehash=False, progress=None):
     """The copy at p['path'] against the manifest: every file there, of its size, of its content where it differs
     from the marker's record of it (every file with rehash), and whether the marker records this very manifest.
     progress: None, or a callable that takes the bytes to hash and returns the judge's progress callback (with a
-    close method). Raises what fetch_manifest raises."""
+    close method). Raises ListingError where the manifest cannot be read; an error reading the copy is not one."""
     root = p["path"]
     marker = snapshot.read_marker(root)
     matches = snapshot.marker_matches(marker, p["repo_id"], p["revision"])
-    manifest = fetch_manifest(p, agent)
+    try:
+        manifest = fetch_manifest(p, agent)
+    except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: say which request failed
+        raise ListingError(listing_error(p, exc)) from exc
     shown = progress(sum(e["size"] for e in manifest)) if progress else None
     try:
         judged = snapshot.judge(root, manifest, verify=True, recorded=marker.get("files") if matches else None,

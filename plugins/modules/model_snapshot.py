@@ -216,8 +216,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if model_check.input_problem(p):
-        module.fail_json(msg=model_check.input_problem(p))
+    problem = model_check.input_problem(p)
+    if problem:
+        module.fail_json(msg=problem)
     root = p["path"]
     state = p["state"]
     record = state == "verified"
@@ -228,8 +229,8 @@ def main():
         progress = (lambda total: progress_writer(p["progress_file"], total)) if p["progress_file"] else None
         try:
             result.update(model_check.check(p, AGENT, rehash=p["rehash"], progress=progress))
-        except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: say which request failed
-            module.fail_json(msg=model_check.listing_error(p, exc), **result)
+        except model_check.ListingError as exc:
+            module.fail_json(msg=str(exc), **result)
         module.exit_json(**result)
 
     marker = snapshot.read_marker(root) if os.path.isdir(root) else None

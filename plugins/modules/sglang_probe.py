@@ -323,8 +323,10 @@ def check_model(p):
         return {"msg": problem}
     try:
         return model_check.check(p, "blackwell.serving sglang_probe")
-    except Exception as exc:  # urllib's errors, a proxy's, a bad JSON body: which request failed
-        return {"msg": model_check.listing_error(p, exc)}
+    except model_check.ListingError as exc:
+        return {"msg": str(exc)}
+    except Exception as exc:  # reading the copy failed: the judge says so; the probe never fails for it
+        return {"msg": f"the weights at {p['path']} could not be judged: {exc or type(exc).__name__}"}
 
 
 def main():

@@ -206,3 +206,24 @@ def test_the_probe_says_why_the_weights_were_not_judged_and_never_fails(model):
     secret = "hf_secret\n"
     got = probed(model, "http://127.0.0.1:9", token=secret)
     assert "token" in got["model"]["msg"] and "hf_secret" not in json.dumps(got)
+
+
+def test_an_error_reading_the_copy_is_not_called_a_listing_failure(hub, model, monkeypatch):
+    """Only the Hub's listing is wrapped as 'could not list': an error in the judging is said as what it is."""
+    from ansible_collections.blackwell.serving.plugins.module_utils import model_check, snapshot
+    from ansible_collections.blackwell.serving.plugins.modules import sglang_probe
+
+    endpoint, _ = hub
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(model / "model-00001.safetensors"))
+
+    monkeypatch.setattr(snapshot, "judge", unreadable)
+    p = {"path": str(model), "repo_id": REPO_ID, "revision": REV, "endpoint": endpoint, "token": None, "timeout": 10}
+    with pytest.raises(PermissionError):
+        model_check.check(p, "test")
+    got = sglang_probe.check_model(p)
+    assert "could not be judged" in got["msg"] and "Permission denied" in got["msg"], got
+    assert "could not list" not in got["msg"]
+    with pytest.raises(model_check.ListingError, match="could not list org/model"):
+        model_check.check(dict(p, endpoint="http://127.0.0.1:9"), "test")
