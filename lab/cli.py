@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 
 from . import aptrepo, engine, hosts, image, paths, serve, sglang_repo, tools, wheels
 from .util import LabError, log
@@ -114,6 +115,9 @@ def parallel(pytest_args: list[str]) -> list[str]:
 def cmd_test(args: argparse.Namespace) -> int:
     env = up()
     tools.drop_installed_copies()
+    # the run's converged server image (lab/hosts.py, converged_image): one a run, none left from a run cut short
+    hosts.remove_converged_images()
+    env[hosts.RUN_ID] = uuid.uuid4().hex
     # every run starts from hosts' facts as they are (lab hosts are recreated under the same names)
     shutil.rmtree(env["ANSIBLE_CACHE_PLUGIN_CONNECTION"], ignore_errors=True)
     cmd = [os.path.join(env["VIRTUAL_ENV"], "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider",
@@ -122,6 +126,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     try:
         return subprocess.call(cmd, env=env, cwd=str(paths.REPO))
     finally:
+        hosts.remove_converged_images()
         if env["BLACKWELL_LAB_ENGINE_STARTED"] == "1":
             # leave the machine as it was: stop what this run started, and only that
             cmd_down(args)
@@ -135,6 +140,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     if engine.docker_answers():
         hosts.remove_all()
+        hosts.remove_converged_images()
         try:
             addr = engine.bridge_gateway()
             for svc in serve.services(addr):

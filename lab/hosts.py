@@ -7,6 +7,8 @@ exits, so that a reboot from a play comes back as a reboot does.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 from pathlib import Path
 
@@ -90,3 +92,44 @@ def remove_all() -> None:
     out = docker("ps", "-aq", "--filter", "label=blackwell-lab=host", check=False).stdout.split()
     if out:
         docker("rm", "-f", *out, check=False)
+
+
+# A converged server, saved once a test run: the fault tests' host and the fleet's servers start from it instead of
+# converging a host each (lab-gpu-1's tests converge their own: a fresh converge is what they test). One tag a run
+# (BLACKWELL_LAB_RUN, set by `python3 -m lab test`), removed when the run ends (remove_converged_images).
+CONVERGED = "blackwell-lab/converged"
+RUN_ID = "BLACKWELL_LAB_RUN"
+
+
+def _run_id() -> str:
+    return os.environ.get(RUN_ID) or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+
+
+def _image_exists(tag: str) -> bool:
+    return docker("image", "inspect", tag, check=False).returncode == 0
+
+
+def converged_image(host: str, converge) -> tuple[str, bool]:
+    """(the tag of a converged server's image, whether `host` is that server).
+
+    The first caller in a run starts `host` fresh from the lab's image, has `converge()` run site.yml on it (it
+    raises where the run fails) and saves the host as the run's image; a caller that comes while that converge runs
+    waits for it, and every later one gets the saved image to start its own hosts from (and converges them with its
+    own inventory: a near no-op). A converge that fails saves nothing: the next caller converges its own host.
+    """
+    tag = f"{CONVERGED}:{_run_id()[:24].lower()}"
+    with open(paths.sub("run") / "converged-image.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if _image_exists(tag):
+            log(f"{host}: starting from the run's converged image {tag}")
+            return tag, False
+        start(host, os.environ["BLACKWELL_LAB_IMAGE"], fresh=True)
+        converge()
+        snapshot(host, tag)
+        return tag, True
+
+
+def remove_converged_images() -> None:
+    out = docker("images", "-q", CONVERGED, check=False).stdout.split()
+    if out:
+        docker("rmi", "-f", *sorted(set(out)), check=False)

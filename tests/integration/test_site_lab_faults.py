@@ -1,9 +1,9 @@
 """Faults injected into a converged lab host (issue 19): a run killed at each step of the service's deploy
 sequence is finished by the next one. The host is the tests' own (inventories/lab-faults), so that they run beside
-lab-gpu-1's (tests/conftest.py, LAB_HOST_UNITS): converged here from the lab's image, as test_site_lab.py converges
-lab-gpu-1."""
+lab-gpu-1's (tests/conftest.py, LAB_HOST_UNITS): converged here from the lab's image, or started from the image of
+the fleet's first server where that converge came first (one converged server a run: lab/hosts.py, converged_image),
+then converged with this inventory."""
 import json
-import os
 import subprocess
 import time
 
@@ -44,10 +44,16 @@ def on_host(*argv):
 
 @pytest.fixture(scope="module")
 def converged():
-    hosts.start(HOST, os.environ["BLACKWELL_LAB_IMAGE"], fresh=True)
-    # rebooted into its driver where a converge left it waiting, so that verify.yml can pass
-    proc = playbook(SITE, "-e", "nvidia_driver_reboot=true")
-    assert proc.returncode == 0, "site.yml did not converge the lab host (output above)"
+    def converge():
+        # rebooted into its driver where a converge left it waiting, so that verify.yml can pass
+        proc = playbook(SITE, "-e", "nvidia_driver_reboot=true")
+        assert proc.returncode == 0, "site.yml did not converge the lab host (output above)"
+
+    # the run's converged server (this host, or the fleet's first: lab/hosts.py, converged_image), then this inventory
+    tag, made_here = hosts.converged_image(HOST, converge)
+    if not made_here:
+        hosts.start(HOST, tag, fresh=True)
+        converge()
     yield
     hosts.remove(HOST)
 
@@ -284,6 +290,7 @@ def test_a_failed_deploy_that_moved_the_port_rolls_back_and_says_healthy(converg
     took = time.monotonic() - started
     assert proc.returncode != 0, "a release that does not come up was not refused (output above)"
     assert "ROLLED BACK" in proc.stdout and "and is healthy" in proc.stdout, "the rollback was not reported healthy"
+    assert "no kernel image is available" in proc.stdout, "the failure does not give the server's own error"
     assert on_host("readlink", "/opt/sglang/current") == serving
     props, argv = server_args()
     assert props["ActiveState"] == "active" and argv[argv.index("--port") + 1] == "30000"

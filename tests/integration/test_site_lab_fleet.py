@@ -1,8 +1,9 @@
 """The fleet: three lab servers behind the real sglang-router, re-pinned under load (issue 7's done-when).
 
 The fleet's hosts are its own (inventories/lab-fleet), not lab-gpu-1, so that these tests run beside lab-gpu-1's
-(tests/conftest.py, LAB_HOST_UNITS): the first server converges from the lab's image, is saved as an image, and the
-other two start from it, so that they are ready in seconds; the router host starts bare.
+(tests/conftest.py, LAB_HOST_UNITS): the servers start from the run's one converged server image (lab/hosts.py,
+converged_image: the fault tests' host or this fleet's first server, whichever converged first), so that they are
+ready in seconds; the router host starts bare.
 """
 import json
 import os
@@ -28,7 +29,6 @@ SERVERS = list(yaml.safe_load((FLEET / "hosts.yml").read_text())["all"]["childre
 FIRST, SECOND, THIRD = SERVERS
 ROUTER = "lab-router-1"
 API_KEY = "lab-standin-api-key-not-a-secret"
-SNAPSHOT = "blackwell-lab/fleet:test"
 
 pytestmark = needs_lab
 
@@ -111,13 +111,15 @@ def current_release(host):
 
 
 class Load:
-    """lab/loadgen.py through the router, in the background, while a playbook runs."""
+    """lab/loadgen.py through the router, in the background, while a playbook runs: two requests in flight at all
+    times (each takes the stand-in's SGLANG_LAB_RESPONSE_SECONDS), about ten a second; more would only spend the CPU
+    that the playbook under test shares with them."""
 
     def __init__(self, tmp_path):
         self.out = tmp_path / "load.json"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "lab.loadgen", "--url", f"http://{hosts.address(ROUTER)}:30000",
-             "--api-key", API_KEY, "--out", str(self.out)], cwd=str(REPO), stdout=subprocess.DEVNULL)
+             "--api-key", API_KEY, "--threads", "2", "--out", str(self.out)], cwd=str(REPO), stdout=subprocess.DEVNULL)
 
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
@@ -129,21 +131,22 @@ class Load:
 
 @pytest.fixture(scope="module")
 def fleet():
-    image = os.environ["BLACKWELL_LAB_IMAGE"]
-    hosts.start(FIRST, image)
-    # the first host alone, from the Hub (its cache host is not up yet): the others start from its snapshot
-    first = fleet_playbook(SITE, "--limit", FIRST, "-e", "nvidia_driver_reboot=true",
-                           "-e", "model_weights_cache_url=")
-    assert first.returncode == 0, f"site.yml failed on {FIRST} (output above)"
-    tag = hosts.snapshot(FIRST, SNAPSHOT)
-    for h in SERVERS[1:]:
+    def converge():
+        # the first host alone, from the Hub (its cache host is not up yet)
+        first = fleet_playbook(SITE, "--limit", FIRST, "-e", "nvidia_driver_reboot=true",
+                               "-e", "model_weights_cache_url=")
+        assert first.returncode == 0, f"site.yml failed on {FIRST} (output above)"
+
+    # the servers start from the run's converged server (the first here, or the fault tests' host:
+    # lab/hosts.py, converged_image); site.yml then puts them behind the router
+    tag, made_here = hosts.converged_image(FIRST, converge)
+    for h in SERVERS[1:] if made_here else SERVERS:
         hosts.start(h, tag, fresh=True)
-    hosts.start(ROUTER, image, fresh=True)
+    hosts.start(ROUTER, os.environ["BLACKWELL_LAB_IMAGE"], fresh=True)
     converged = fleet_playbook(SITE, "-e", "nvidia_driver_reboot=true")
     yield converged
     for h in [*SERVERS, ROUTER]:
         hosts.remove(h)
-    subprocess.run(["docker", "rmi", "-f", SNAPSHOT], capture_output=True)
 
 
 def test_site_puts_the_fleet_behind_the_router(fleet):
@@ -329,11 +332,13 @@ def test_canary_failure_stops_the_rollout(fleet, tmp_path):
 
 def test_a_release_that_passes_the_gate_but_fails_verify_is_reverted(fleet, tmp_path):
     """The new release serves (gate passed, recorded as deployed), then verify fails (here: a GPU count the lab
-    hosts do not have): the canary goes back to the release, unit and environment that served before."""
+    hosts do not have): the canary goes back to the release, unit and environment that served before. The release
+    re-pinned to is the stack file's, which the fleet served before the re-pin test and keeps for a rollback: a switch
+    without a build, which is all this path needs."""
     new = commits()["fp4_cudnn_default"]
     before = {h: current_release(h) for h in SERVERS}
     load = Load(tmp_path)
-    out = fleet_playbook(REPIN, "-e", f"sglang_commit={commits()['last_flashinfer_063']}", "-e", "verify_gpu_count=9")
+    out = fleet_playbook(REPIN, "-e", "verify_gpu_count=9")
     report = load.stop()
     assert out.returncode != 0
     assert "check gpu_count failed" in out.stdout
