@@ -115,7 +115,10 @@ def parallel(pytest_args: list[str]) -> list[str]:
 def cmd_test(args: argparse.Namespace) -> int:
     env = up()
     tools.drop_installed_copies()
-    # the run's converged server image (lab/hosts.py, converged_image): one a run, none left from a run cut short
+    # every test starts its hosts itself: none left by a run cut short (Docker restarts them with the engine, each
+    # a server booting beside this run's), and the run's converged server image (lab/hosts.py, converged_image) is
+    # its own
+    hosts.remove_all()
     hosts.remove_converged_images()
     env[hosts.RUN_ID] = uuid.uuid4().hex
     # every run starts from hosts' facts as they are (lab hosts are recreated under the same names)

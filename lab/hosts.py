@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from . import paths
@@ -95,29 +96,69 @@ def remove_all() -> None:
 
 
 # A converged server, saved once a test run: the fault tests' host and the fleet's servers start from it instead of
-# converging a host each (lab-gpu-1's tests converge their own: a fresh converge is what they test). One tag a run
-# (BLACKWELL_LAB_RUN, set by `python3 -m lab test`), removed when the run ends (remove_converged_images).
+# converging a host each. Where the run has lab-gpu-1's fresh converge (a test module that names its host in
+# PUBLISHES_CONVERGED_IMAGE: tests/conftest.py registers it before any test runs), that converge is the image and the
+# others wait for it; else the first chain to ask converges its own host. One tag a run (BLACKWELL_LAB_RUN, set by
+# `python3 -m lab test`), removed when the run ends (remove_converged_images).
 CONVERGED = "blackwell-lab/converged"
 RUN_ID = "BLACKWELL_LAB_RUN"
+# how long a chain waits for the registered host's converge before it converges one of its own (a bound on a
+# producer that died; its converge takes minutes)
+PRODUCER_WAIT = 45 * 60
 
 
-def _run_id() -> str:
-    return os.environ.get(RUN_ID) or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+def _run_key() -> str:
+    run_id = os.environ.get(RUN_ID) or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+    return run_id[:24].lower()
+
+
+def _tag() -> str:
+    return f"{CONVERGED}:{_run_key()}"
+
+
+def _marker(kind: str) -> Path:
+    return paths.sub("run") / f"converged-image.{_run_key()}.{kind}"
 
 
 def _image_exists(tag: str) -> bool:
     return docker("image", "inspect", tag, check=False).returncode == 0
 
 
+def register_producer(host: str) -> None:
+    """`host`'s own converge, made by a test of this run, is to be the run's converged image (before any test runs)."""
+    marker = _marker("producer")
+    if not marker.exists():
+        marker.write_text(host)
+
+
+def publish_converged(host: str, converged: bool) -> None:
+    """The registered host's converge is done: saved as the run's image, or (it failed) the waiting chains told to
+    converge their own."""
+    if converged:
+        snapshot(host, _tag())
+    else:
+        _marker("failed").write_text(f"{host}'s converge failed\n")
+
+
 def converged_image(host: str, converge) -> tuple[str, bool]:
     """(the tag of a converged server's image, whether `host` is that server).
 
-    The first caller in a run starts `host` fresh from the lab's image, has `converge()` run site.yml on it (it
-    raises where the run fails) and saves the host as the run's image; a caller that comes while that converge runs
-    waits for it, and every later one gets the saved image to start its own hosts from (and converges them with its
-    own inventory: a near no-op). A converge that fails saves nothing: the next caller converges its own host.
+    Where another host's converge is registered as the run's image, it is waited for. Else (or where it failed) the
+    first caller starts `host` fresh from the lab's image, has `converge()` run site.yml on it (it raises where the
+    run fails) and saves the host as the run's image; a caller that comes while that converge runs waits for it. A
+    caller given the image starts its own hosts from it and converges them with its own inventory (a near no-op). A
+    converge that fails saves nothing: the next caller converges its own host.
     """
-    tag = f"{CONVERGED}:{_run_id()[:24].lower()}"
+    tag = _tag()
+    producer = _marker("producer").read_text() if _marker("producer").exists() else ""
+    if producer and producer != host:
+        log(f"{host}: waiting for {producer}'s converge, the run's converged image")
+        deadline = time.monotonic() + PRODUCER_WAIT
+        while not _image_exists(tag) and not _marker("failed").exists() and time.monotonic() < deadline:
+            time.sleep(5)
+        if _image_exists(tag):
+            return tag, False
+        log(f"{host}: {producer}'s converge gave no image; converging {host}")
     with open(paths.sub("run") / "converged-image.lock", "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         if _image_exists(tag):
@@ -133,3 +174,5 @@ def remove_converged_images() -> None:
     out = docker("images", "-q", CONVERGED, check=False).stdout.split()
     if out:
         docker("rmi", "-f", *sorted(set(out)), check=False)
+    for marker in paths.sub("run").glob("converged-image.*.*"):
+        marker.unlink(missing_ok=True)

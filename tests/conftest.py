@@ -161,6 +161,16 @@ def pytest_collection_modifyitems(config, items):
     rank = {unit: i for i, unit in enumerate(unit_order([item.nodeid for item in items]))}
     items[:] = sorted(items, key=lambda item: rank[work_unit(item.nodeid)])
 
+    # a lab host whose fresh converge a test of this run makes (the test uses its module's `converged` fixture) and
+    # whose module offers it as the run's converged server image (PUBLISHES_CONVERGED_IMAGE; lab/hosts.py,
+    # converged_image): registered before any test runs, so that no other chain converges one
+    producers = {getattr(getattr(item, "module", None), "PUBLISHES_CONVERGED_IMAGE", None) for item in items
+                 if "converged" in getattr(item, "fixturenames", ())} - {None}
+    if producers and os.environ.get("BLACKWELL_LAB_IMAGE"):
+        from lab import hosts
+        for host in sorted(producers):
+            hosts.register_producer(host)
+
     for item in items:
         controller, target, playbook = file_kinds(getattr(item, "fspath", ""))
         if controller:

@@ -13,6 +13,9 @@ from lab import hosts
 
 SITE = REPO / "playbooks" / "site.yml"
 HOST = "lab-gpu-1"
+# this host's fresh converge (the `converged` fixture) is the run's converged server image, which the fault tests'
+# host and the fleet's servers start from (lab/hosts.py, converged_image; tests/conftest.py registers it)
+PUBLISHES_CONVERGED_IMAGE = HOST
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,9 @@ def reports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def converged(fresh_check, reports):
-    return playbook(SITE, "-e", f"verify_report_dir={reports}")
+    proc = playbook(SITE, "-e", f"verify_report_dir={reports}")
+    hosts.publish_converged(HOST, proc.returncode == 0)
+    return proc
 
 
 @needs_lab

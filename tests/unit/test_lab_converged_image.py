@@ -90,3 +90,50 @@ def test_each_run_has_its_own_image(fake, monkeypatch):
     monkeypatch.setenv(hosts.RUN_ID, "run2")
     tag2, made = hosts.converged_image("lab-gpu-5", lambda: None)
     assert made and tag1 != tag2
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    real = time.sleep
+    monkeypatch.setattr(hosts.time, "sleep", lambda s: real(0.02))
+
+
+def test_a_registered_hosts_converge_is_waited_for_and_no_other_converges(fake, quick):
+    hosts.register_producer("lab-gpu-1")
+    hosts.register_producer("lab-gpu-9")  # the first registration stands
+    got = {}
+    waiter = threading.Thread(target=lambda: got.update(
+        faults=hosts.converged_image("lab-gpu-5", lambda: pytest.fail("the waiter converged a host of its own"))))
+    waiter.start()
+    threading.Event().wait(0.3)  # (time.sleep is quickened here)
+    assert waiter.is_alive() and not fake.started, "the waiter did not wait for the registered converge"
+    hosts.publish_converged("lab-gpu-1", True)
+    waiter.join(10)
+    tag = next(iter(fake.images))
+    assert got == {"faults": (tag, False)}
+    assert hosts.converged_image("lab-gpu-2", lambda: pytest.fail("converged again")) == (tag, False)
+
+
+def test_a_failed_registered_converge_lets_the_first_waiter_converge_its_own(fake, quick):
+    hosts.register_producer("lab-gpu-1")
+    hosts.publish_converged("lab-gpu-1", False)
+    tag, made = hosts.converged_image("lab-gpu-5", lambda: None)
+    assert made and fake.images == {tag}
+    assert fake.started == [("lab-gpu-5", "blackwell-lab/host:bare", True)]
+
+
+def test_a_producer_that_never_publishes_is_waited_for_a_bounded_time(fake, quick, monkeypatch):
+    monkeypatch.setattr(hosts, "PRODUCER_WAIT", 0.2)
+    hosts.register_producer("lab-gpu-1")
+    tag, made = hosts.converged_image("lab-gpu-5", lambda: None)
+    assert made and fake.images == {tag}
+
+
+def test_the_markers_and_images_go_with_the_run(fake, monkeypatch):
+    hosts.register_producer("lab-gpu-1")
+    hosts.publish_converged("lab-gpu-1", False)
+    removed = []
+    monkeypatch.setattr(hosts, "docker", lambda *a, **k: removed.append(a) or type("D", (), {"stdout": "abc\n"})())
+    hosts.remove_converged_images()
+    assert ("rmi", "-f", "abc") in removed
+    assert not list(hosts.paths.sub("run").glob("converged-image.*.*"))
