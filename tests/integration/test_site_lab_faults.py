@@ -1,8 +1,8 @@
 """Faults injected into a converged lab host (issue 19): a run killed at each step of the service's deploy
 sequence is finished by the next one. The host is the tests' own (inventories/lab-faults), so that they run beside
-lab-gpu-1's (tests/conftest.py, LAB_HOST_UNITS): converged here from the lab's image, or started from the image of
-the fleet's first server where that converge came first (one converged server a run: lab/hosts.py, converged_image),
-then converged with this inventory."""
+lab-gpu-1's (tests/conftest.py, LAB_HOST_UNITS): started from the run's one converged server image (lab-gpu-1's
+fresh converge where the run has it, else the first chain's: lab/hosts.py, converged_image), then converged with
+this inventory."""
 import json
 import subprocess
 import time

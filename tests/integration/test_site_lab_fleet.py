@@ -2,7 +2,7 @@
 
 The fleet's hosts are its own (inventories/lab-fleet), not lab-gpu-1, so that these tests run beside lab-gpu-1's
 (tests/conftest.py, LAB_HOST_UNITS): the servers start from the run's one converged server image (lab/hosts.py,
-converged_image: the fault tests' host or this fleet's first server, whichever converged first), so that they are
+converged_image: lab-gpu-1's fresh converge where the run has it, else the first chain's), so that they are
 ready in seconds; the router host starts bare.
 """
 import json
