@@ -216,6 +216,7 @@ def drain(module, url, api_key, timeout, grace):
             state["how"] = "grace"
             return True
         state["how"] = "metrics"
+        state["count"] = count
         return count == 0
 
     done, waited = wait_for(idle, timeout)
@@ -224,8 +225,9 @@ def drain(module, url, api_key, timeout, grace):
         waited += grace
     if not done:
         module.fail_json(msg=f"{url} left the router but still runs requests after {timeout} s "
-                             "(drain_timeout); it stays out of the router. Raise drain_timeout, or look at what runs.",
-                         waited=waited)
+                             f"(drain_timeout; its /metrics said {state.get('count', 0):g} running or queued at the "
+                             "last look); it stays out of the router. Raise drain_timeout, or look at what runs.",
+                         waited=waited, running=state.get("count"))
     return state["how"], waited
 
 

@@ -36,7 +36,21 @@ pytestmark = needs_lab
 # a bound for a hung run, not a speed test: the re-pin under load (three releases built, a revision staged) ran
 # past 30 minutes on a 2-core machine beside the other units
 def fleet_playbook(*args, env=None, timeout=3600):
-    return run(["ansible-playbook", "-i", FLEET, *args], env=env, timeout=timeout)
+    out = run(["ansible-playbook", "-i", FLEET, *args], env=env, timeout=timeout)
+    if out.returncode != 0:
+        servers_said()
+    return out
+
+
+def servers_said():
+    """For a failed run's report: each server's last requests (the stand-in logs each with its client's address)
+    and the gauges a drain waits on."""
+    for h in SERVERS:
+        said = subprocess.run(["docker", "exec", hosts.container(h), "sh", "-c",
+                               "journalctl -q -u sglang -n 15 --no-pager -o short-precise; curl -s -H "
+                               f"'Authorization: Bearer {API_KEY}' http://127.0.0.1:30000/metrics"],
+                              capture_output=True, text=True)
+        print(f"--- {h}: the server's last lines and its gauges\n{said.stdout[-3000:]}{said.stderr[-500:]}")
 
 
 def commits():
@@ -319,6 +333,8 @@ def test_canary_failure_stops_the_rollout(fleet, tmp_path):
     report = load.stop()
     assert out.returncode != 0
     assert f"ROLLOUT STOPPED at {FIRST}" in out.stdout and "healthy and back in the routers" in out.stdout
+    # stopped by the broken release itself (its server's own error), not by an earlier step such as the drain
+    assert "no kernel image is available" in out.stdout, "the rollout stopped, but not at the broken release's start"
     r = recap(out.stdout)
     assert r[FIRST]["failed"] == 1
     for h in SERVERS[1:]:

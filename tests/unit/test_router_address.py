@@ -151,3 +151,19 @@ def test_verify_and_drift_fail_a_drained_server_and_a_stranger():
     assert items == ["router_membership", "router_entries"]
     fine = {"routers": {"router-1": {"listed": True, "healthy": True, "error": None}}, "unknown": {}}
     assert verify.drift([], routers=fine) == []
+
+
+def test_a_drain_that_times_out_says_what_the_server_still_runs():
+    """A server that still reports requests when drain_timeout is up stays out of the router, and the message says
+    how many its /metrics reported at the last look (a stuck count and a slow finish read differently)."""
+    from modrun import run_module
+    with fake_router() as router:
+        router.metrics = b"sglang:num_running_reqs 2\nsglang:num_queue_reqs 1\n"
+        router.workers = [{"id": "w-other", "url": "http://10.9.9.9:30000", "is_healthy": True},
+                          {"id": "w-me", "url": router.url, "is_healthy": True}]
+        out = run_module("sglang_router_worker", {"router_url": router.url, "url": router.url, "state": "absent",
+                                                  "drain_timeout": 1, "drain_grace": 0})
+    assert out.get("failed"), out
+    assert "still runs requests after 1 s" in out["msg"] and "said 3 running or queued" in out["msg"], out["msg"]
+    assert out["running"] == 3
+    assert [w["id"] for w in router.workers] == ["w-other"], "the server was put back while it still runs requests"
