@@ -55,7 +55,9 @@ def test_a_release_pinned_without_the_fix_fails_verify_clearly(rebooted, tmp_pat
     # the lab's revert of the fix on top of the pin: its server runs (the stand-in), its kernel is the old one
     from lab import paths, sglang_repo
     pre_fix = sglang_repo.build(paths.sub("git"))["revert_sm120"]
-    override = ["-e", f"sglang_commit={pre_fix}", "-e", "sglang_allow_missing_sm120_fix=true"]
+    # (built without bytecode: this release is here for verify's refusal, not its build)
+    override = ["-e", f"sglang_commit={pre_fix}", "-e", "sglang_allow_missing_sm120_fix=true",
+                "-e", "sglang_compile_bytecode=false"]
     try:
         site = playbook(SITE, *override)
         # the site installs it (the override says so), serves it, and its own verify step refuses it
