@@ -37,6 +37,16 @@ options:
     description: Seconds to wait for each page.
     type: int
     default: 30
+  retries:
+    description:
+      - How many times a page is asked again after a transient failure - a server error (5xx), 429, or no answer -
+        as uv retries them (3 by default); a 404 or another 4xx is an answer.
+    type: int
+    default: 3
+  retry_delay:
+    description: Seconds before the first retry; each later one waits twice as long.
+    type: float
+    default: 1.0
 attributes:
   check_mode:
     description: Reads only.
@@ -78,11 +88,41 @@ requirements:
     found: {description: Whether it offers the pinned version., type: bool, sample: true}
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
 from ansible_collections.blackwell.serving.plugins.module_utils import package_index
 from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
+
+
+def times(n):
+    return "once" if n == 1 else f"{n} times"
+
+
+def transient(exc):
+    """Whether uv would ask again: a server error, too many requests, or no answer at all."""
+    if isinstance(exc, HTTPError):
+        return exc.code >= 500 or exc.code == 429
+    return isinstance(exc, (URLError, OSError))
+
+
+def ask(session, url, params):
+    """The page at url, as (body, content type); a transient failure is asked again, with a doubling delay. Raises
+    the last failure, with the number of times it was asked as its attribute ``asked``."""
+    delay = params["retry_delay"]
+    for attempt in range(params["retries"] + 1):
+        try:
+            resp = session.open_url(url, headers={"Accept": package_index.ACCEPT}, timeout=params["timeout"])
+            return resp.read().decode("utf-8", "replace"), resp.headers.get("Content-Type", "")
+        except (HTTPError, URLError, OSError, ValueError) as exc:
+            if attempt == params["retries"] or not transient(exc):
+                exc.asked = attempt + 1
+                raise
+        time.sleep(delay)
+        delay *= 2
+    raise AssertionError("unreachable")
 
 
 def main():
@@ -91,6 +131,8 @@ def main():
             indexes=dict(type="list", elements="str", required=True),
             requirements=dict(type="list", elements="str", required=True),
             timeout=dict(type="int", default=30),
+            retries=dict(type="int", default=3),
+            retry_delay=dict(type="float", default=1.0),
         ),
         supports_check_mode=True,
     )
@@ -105,22 +147,19 @@ def main():
         for index in module.params["indexes"]:
             url = f"{index.rstrip('/')}/{package_index.normalize(req['name'])}/"
             try:
-                resp = session.open_url(url, headers={"Accept": package_index.ACCEPT},
-                                        timeout=module.params["timeout"])
-                body = resp.read().decode("utf-8", "replace")
-                kind = resp.headers.get("Content-Type", "")
+                body, kind = ask(session, url, module.params)
                 pages.append((index, package_index.filenames(body, kind)))
             except HTTPError as exc:
                 if exc.code == 404:
                     pages.append((index, None))
                     continue
-                module.fail_json(msg=f"the package index {index} answered {exc.code} for {req['name']} ({url}): "
-                                     "uv could not install from it either. Check the index URL and the network path "
-                                     "from this host.", url=url, status=exc.code)
+                module.fail_json(msg=f"the package index {index} answered {exc.code} for {req['name']} ({url}; asked "
+                                     f"{times(exc.asked)}): uv could not install from it either. Check the index URL "
+                                     "and the network path from this host.", url=url, status=exc.code)
             except (URLError, OSError, ValueError) as exc:
-                module.fail_json(msg=f"the package index {index} could not be read for {req['name']} ({url}): "
-                                     f"{exc}. uv could not install from it either. Check the index URL and the network "
-                                     "path from this host (proxy, certificates).", url=url)
+                module.fail_json(msg=f"the package index {index} could not be read for {req['name']} ({url}; asked "
+                                     f"{times(exc.asked)}): {exc}. uv could not install from it either. Check the index "
+                                     "URL and the network path from this host (proxy, certificates).", url=url)
         out.append(dict(req, **package_index.judge(req, pages)))
     module.exit_json(changed=False, requirements=out)
 

@@ -78,6 +78,39 @@ def test_the_module_asks_each_index_in_order():
 
 def test_an_index_that_cannot_be_read_is_named():
     result = run_module("package_index", {"indexes": ["http://127.0.0.1:9/simple"],
-                                          "requirements": ["transformers==5.2.0"], "timeout": 5})
+                                          "requirements": ["transformers==5.2.0"], "timeout": 5,
+                                          "retries": 1, "retry_delay": 0.1})
     assert result.get("failed") is True
     assert "the package index http://127.0.0.1:9/simple could not be read for transformers" in result["msg"]
+
+
+def test_a_transient_server_error_is_asked_again_as_uv_does():
+    """pypi.org answers 503 at times (a CI run's preflight stopped on one): uv retries such answers, so the module
+    asks again (retries, with a short backoff) before it says uv could not install either; a 404 is an answer."""
+    asked = []
+
+    def answer(path):
+        asked.append(path)
+        if len(asked) <= 2:
+            return 503, b"Service Unavailable"
+        return 200, b'<a href="../../packages/transformers-5.2.0-py3-none-any.whl#sha256=00">x</a>\n'
+
+    with serve(answer) as url:
+        result = run_module("package_index", {"indexes": [url + "/simple"], "requirements": ["transformers==5.2.0"],
+                                              "retries": 2, "retry_delay": 0.1})
+    assert result.get("failed") is not True, result
+    assert result["requirements"][0]["found"] and len(asked) == 3
+
+
+def test_a_server_error_that_stays_is_named_after_the_retries():
+    asked = []
+
+    def answer(path):
+        asked.append(path)
+        return 503, b"Service Unavailable"
+
+    with serve(answer) as url:
+        result = run_module("package_index", {"indexes": [url + "/simple"], "requirements": ["transformers==5.2.0"],
+                                              "retries": 1, "retry_delay": 0.1})
+    assert result.get("failed") is True and len(asked) == 2
+    assert "answered 503 for transformers" in result["msg"] and "asked 2 times" in result["msg"], result["msg"]
