@@ -57,6 +57,20 @@ def serve(answer):
         httpd.shutdown()
 
 
+@contextlib.contextmanager
+def serve_in_turn(*answers):
+    """serve() that gives the answers, each (status, body bytes), in turn to the GETs it is asked, the last one to every
+    GET after it; yields (url, the paths asked, in order)."""
+    asked = []
+
+    def answer(path):
+        asked.append(path)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    with serve(answer) as url:
+        yield url, asked
+
+
 class FakeRouter:
     """The worker API of sglang-router 0.3.x as the module uses it: GET/POST /workers, DELETE /workers/ID (queued:
     202), and a server's /metrics with sglang's gauges. As the real router (the pinned sglang_router_version, src/core/worker_service.rs

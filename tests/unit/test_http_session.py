@@ -4,17 +4,11 @@ only from 2.17 on; 2.16's answered "unexpected keyword argument 'context'")."""
 import ansible.module_utils.urls  # noqa: F401 (the API under test: the controller's ansible-core ships it)
 
 from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
-from modrun import serve
+from modrun import serve_in_turn
 
 
 def test_a_session_asks_several_times_with_headers_and_a_body():
-    seen = []
-
-    def answer(path):
-        seen.append(path)
-        return 200, b'{"ok": true}'
-
-    with serve(answer) as url:
+    with serve_in_turn((200, b'{"ok": true}')) as (url, seen):
         session = Session()
         for n in range(3):
             with session.open_url(f"{url}/health?n={n}", headers={"Authorization": "Bearer k"}, timeout=5) as r:

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.blackwell.serving.plugins.module_utils import package_index as pi
 
-from modrun import run_module, serve
+from modrun import run_module, serve, serve_in_turn
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "index"
 
@@ -87,15 +87,8 @@ def test_an_index_that_cannot_be_read_is_named():
 def test_a_transient_server_error_is_asked_again_as_uv_does():
     """pypi.org answers 503 at times (a CI run's preflight stopped on one): uv retries such answers, so the module
     asks again (retries, with a short backoff) before it says uv could not install either; a 404 is an answer."""
-    asked = []
-
-    def answer(path):
-        asked.append(path)
-        if len(asked) <= 2:
-            return 503, b"Service Unavailable"
-        return 200, b'<a href="../../packages/transformers-5.2.0-py3-none-any.whl#sha256=00">x</a>\n'
-
-    with serve(answer) as url:
+    page = b'<a href="../../packages/transformers-5.2.0-py3-none-any.whl#sha256=00">x</a>\n'
+    with serve_in_turn((503, b"Service Unavailable"), (503, b"Service Unavailable"), (200, page)) as (url, asked):
         result = run_module("package_index", {"indexes": [url + "/simple"], "requirements": ["transformers==5.2.0"],
                                               "retries": 2, "retry_delay": 0.1})
     assert result.get("failed") is not True, result
@@ -103,13 +96,7 @@ def test_a_transient_server_error_is_asked_again_as_uv_does():
 
 
 def test_a_server_error_that_stays_is_named_after_the_retries():
-    asked = []
-
-    def answer(path):
-        asked.append(path)
-        return 503, b"Service Unavailable"
-
-    with serve(answer) as url:
+    with serve_in_turn((503, b"Service Unavailable")) as (url, asked):
         result = run_module("package_index", {"indexes": [url + "/simple"], "requirements": ["transformers==5.2.0"],
                                               "retries": 1, "retry_delay": 0.1})
     assert result.get("failed") is True and len(asked) == 2
