@@ -111,18 +111,17 @@ def transient(exc):
 def ask(session, url, params):
     """The page at url, as (body, content type); a transient failure is asked again, with a doubling delay. Raises
     the last failure, with the number of times it was asked as its attribute ``asked``."""
-    delay = params["retry_delay"]
-    for attempt in range(params["retries"] + 1):
+    delay, asked = params["retry_delay"], 1
+    while True:
         try:
             resp = session.open_url(url, headers={"Accept": package_index.ACCEPT}, timeout=params["timeout"])
             return resp.read().decode("utf-8", "replace"), resp.headers.get("Content-Type", "")
         except (HTTPError, URLError, OSError, ValueError) as exc:
-            if attempt == params["retries"] or not transient(exc):
-                exc.asked = attempt + 1
+            if asked > params["retries"] or not transient(exc):
+                exc.asked = asked
                 raise
         time.sleep(delay)
-        delay *= 2
-    raise AssertionError("unreachable")
+        delay, asked = delay * 2, asked + 1
 
 
 def main():
