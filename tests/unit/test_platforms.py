@@ -67,12 +67,15 @@ def expected_repo(platform):
             f"{defaults['nvidia_repo_rpm_key_id']}")
 
 
-def check(tmp_path, role, facts, collections=None, **extra):
+def check(tmp_path, role, facts, collections=None, output=None, **extra):
+    """What the role's check decided; where output is a list, the run's output is appended to it."""
     out = tmp_path / f"{role}.json"
     playbook = PLAYBOOK.format(role=role, tasks_from=ENTRY[role], facts=json.dumps(FACTS[facts]))
     if role == "nvidia_repo":
         extra.setdefault("expected_repo", expected_repo(REPO_DIR.get(facts, "")))
-    run_local_playbook(tmp_path, playbook, {"out": str(out), **extra}, collections=collections)
+    proc = run_local_playbook(tmp_path, playbook, {"out": str(out), **extra}, collections=collections)
+    if output is not None:
+        output.append(proc.stdout)
     return json.loads(out.read_text())
 
 
@@ -106,6 +109,17 @@ def test_preflight_reads_the_table_and_names_the_releases(tmp_path):
     assert got["msg"].startswith("localhost: expected one of Ubuntu 22.04, 24.04, Debian 12, RedHat 9, Rocky 9, "
                                  "AlmaLinux 9, OracleLinux 9 on x86_64; found Ubuntu 26.04 on x86_64. "
                                  "Nothing was changed.")
+
+
+def test_preflight_warns_and_carries_on_where_told_not_to_stop(tmp_path):
+    said = []
+    assert check(tmp_path, "preflight", "arch", output=said, preflight_fail_on_unsupported=False) == {"ok": True,
+                                                                                                       "msg": ""}
+    assert ("WARNING localhost: Archlinux 2024.01 on x86_64 is not supported; carrying on because "
+            "preflight_fail_on_unsupported is false.") in said[0]
+    # a supported platform says nothing
+    assert check(tmp_path, "preflight", "ubuntu2404", output=said, preflight_fail_on_unsupported=False)["ok"]
+    assert "WARNING" not in said[1]
 
 
 def test_preflight_supported_platforms_still_overrides_the_table_in_preflight_only(tmp_path):
