@@ -36,9 +36,11 @@ def uv(tmp_path_factory):
 
 def role_install_options():
     """The options of the sglang role's install command (roles/sglang/tasks/build.yml), in order."""
-    tasks = yaml.safe_load(BUILD.read_text())
-    block = next(t for t in tasks if "block" in t)["block"]
-    task = next(t for t in block if "Install sglang editable" in t["name"])
+    def every(tasks):
+        for t in tasks:
+            yield t
+            yield from every(t.get("block", []))
+    task = next(t for t in every(yaml.safe_load(BUILD.read_text())) if "Install sglang editable" in t.get("name", ""))
     words = re.findall(r"'([^']*)'", task["ansible.builtin.command"]["argv"])
     return [w for w in words if w.startswith("-") and w != "--python"]
 
