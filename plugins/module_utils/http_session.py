@@ -10,8 +10,15 @@ request, even a plain http one: about 50 ms each. verify's probe asks its server
 from __future__ import annotations
 
 import inspect
+import time
 
 from ansible.module_utils.urls import Request, make_context
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+
+# How often a request that failed for a passing reason is asked again, and the wait before the first retry (each
+# later one waits twice as long): as uv and huggingface_hub retry
+RETRIES = 3
+RETRY_DELAY = 1.0
 
 # Request.open takes a TLS context from ansible-core 2.17 on; before, each request makes its own (as open_url does)
 try:
@@ -34,6 +41,34 @@ class Session:
             extra["context"] = self._context
         return Request().open(method or ("POST" if data else "GET"), url, data=data, headers=headers,
                               timeout=timeout, http_agent=http_agent, **extra)
+
+
+def transient(exc):
+    """Whether a failed request is worth asking again: a server error, too many requests, or no answer at all."""
+    if isinstance(exc, HTTPError):
+        return exc.code >= 500 or exc.code == 429
+    return isinstance(exc, (URLError, OSError))
+
+
+def retrying(call, retries=None, delay=None):
+    """call()'s answer; where it raises a transient failure, it is called again, up to `retries` more times, after a
+    doubling delay. The last failure is raised with the number of times it was asked as its attribute ``asked``."""
+    retries = RETRIES if retries is None else retries
+    delay = RETRY_DELAY if delay is None else delay
+    asked = 1
+    while True:
+        try:
+            return call()
+        except (HTTPError, URLError, OSError, ValueError) as exc:
+            if asked > retries or not transient(exc):
+                exc.asked = asked
+                raise
+        time.sleep(delay)
+        delay, asked = delay * 2, asked + 1
+
+
+def times(n):
+    return "once" if n == 1 else f"{n} times"
 
 
 def secret_problem(value, option):

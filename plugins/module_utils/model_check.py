@@ -14,7 +14,7 @@ import re
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.serving.plugins.module_utils import snapshot
-from ansible_collections.blackwell.serving.plugins.module_utils.http_session import secret_problem
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import retrying, secret_problem, times
 
 NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 REVISION = re.compile(r"^[0-9a-f]{40}$")
@@ -44,12 +44,14 @@ def input_problem(p):
 
 
 def fetch_manifest(p, agent):
-    """The revision's manifest, every page of the Hub's tree listing (raises urllib's errors, snapshot.ManifestError)."""
+    """The revision's manifest, every page of the Hub's tree listing (raises urllib's errors, snapshot.ManifestError).
+    A page the Hub answers with a 5xx or 429 (its rate limit), or does not answer, is asked again
+    (http_session.retrying), as huggingface_hub does."""
     url = f"{p['endpoint'].rstrip('/')}/api/models/{p['repo_id']}/tree/{p['revision']}?recursive=true"
     headers = {"Authorization": f"Bearer {p['token']}"} if p["token"] else {}
     entries = []
     while url:
-        resp = open_url(url, headers=headers, timeout=p["timeout"], http_agent=agent)
+        resp = retrying(lambda page=url: open_url(page, headers=headers, timeout=p["timeout"], http_agent=agent))
         entries.extend(json.loads(resp.read()))
         link = NEXT.search(resp.headers.get("Link") or "")
         url = link.group(1) if link else None
@@ -62,7 +64,8 @@ def listing_error(p, exc):
         return f"{p['repo_id']}@{p['revision']} from {p['endpoint']}: {exc}"
     detail = getattr(exc, "code", None)
     hint = " (a token with access to the repository is needed: set model_weights_token)" if detail in (401, 403) else ""
-    return f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: {exc}{hint}"
+    asked = f" (asked {times(exc.asked)})" if getattr(exc, "asked", 1) > 1 else ""
+    return f"could not list {p['repo_id']} at revision {p['revision']} from {p['endpoint']}: {exc}{asked}{hint}"
 
 
 def public(judged):

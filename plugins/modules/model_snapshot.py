@@ -10,7 +10,8 @@ short_description: Judge a local copy of a Hugging Face model repository against
 version_added: 0.2.0
 description:
   - Lists the files of O(repo_id) at O(revision) from the Hub (or a mirror at O(endpoint)) and compares the
-    directory O(path) with that list.
+    directory O(path) with that list. A page of the listing that the Hub answers with a server error (5xx) or 429
+    (its rate limit), or does not answer, is asked again up to 3 times, after 1, 2 and 4 seconds.
   - With O(state=inspect) (the default) it compares sizes only and reports what is missing, how many bytes a
     download still needs and how many are free where O(path) lives. It changes nothing.
   - With O(state=verified) it checks every file's content (SHA-256 for large files, the git blob id for small

@@ -88,40 +88,20 @@ requirements:
     found: {description: Whether it offers the pinned version., type: bool, sample: true}
 """
 
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
 from ansible_collections.blackwell.serving.plugins.module_utils import package_index
-from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session
-
-
-def times(n):
-    return "once" if n == 1 else f"{n} times"
-
-
-def transient(exc):
-    """Whether uv would ask again: a server error, too many requests, or no answer at all."""
-    if isinstance(exc, HTTPError):
-        return exc.code >= 500 or exc.code == 429
-    return isinstance(exc, (URLError, OSError))
+from ansible_collections.blackwell.serving.plugins.module_utils.http_session import Session, retrying, times
 
 
 def ask(session, url, params):
-    """The page at url, as (body, content type); a transient failure is asked again, with a doubling delay. Raises
-    the last failure, with the number of times it was asked as its attribute ``asked``."""
-    delay, asked = params["retry_delay"], 1
-    while True:
-        try:
-            resp = session.open_url(url, headers={"Accept": package_index.ACCEPT}, timeout=params["timeout"])
-            return resp.read().decode("utf-8", "replace"), resp.headers.get("Content-Type", "")
-        except (HTTPError, URLError, OSError, ValueError) as exc:
-            if asked > params["retries"] or not transient(exc):
-                exc.asked = asked
-                raise
-        time.sleep(delay)
-        delay, asked = delay * 2, asked + 1
+    """The page at url, as (body, content type); a transient failure is asked again (http_session.retrying)."""
+    def page():
+        resp = session.open_url(url, headers={"Accept": package_index.ACCEPT}, timeout=params["timeout"])
+        return resp.read().decode("utf-8", "replace"), resp.headers.get("Content-Type", "")
+    return retrying(page, params["retries"], params["retry_delay"])
 
 
 def main():

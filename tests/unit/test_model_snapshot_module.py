@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from modrun import run_module, serve
+from modrun import run_module, serve, serve_in_turn
 
 REPO_ID, REV = "org/model", "a" * 40
 FILES = {"config.json": b'{"model_type": "glm_moe_dsa"}\n', "model-00001.safetensors": b"\x01" * 65536,
@@ -14,8 +14,8 @@ FILES = {"config.json": b'{"model_type": "glm_moe_dsa"}\n', "model-00001.safeten
 MARKER = ".blackwell-snapshot.json"
 
 
-@pytest.fixture
-def hub():
+def hub_listing():
+    """The Hub's tree listing of FILES, as its API answers it."""
     listing = []
     for p, d in FILES.items():
         e = {"type": "file", "path": p, "size": len(d),
@@ -23,11 +23,16 @@ def hub():
         if p.endswith(".safetensors"):
             e["lfs"] = {"oid": hashlib.sha256(d).hexdigest(), "size": len(d)}
         listing.append(e)
+    return json.dumps(listing).encode()
+
+
+@pytest.fixture
+def hub():
     requests = []
 
     def answer(path):
         requests.append(path)
-        return 200, json.dumps(listing).encode()
+        return 200, hub_listing()
 
     with serve(answer) as url:
         yield url, requests
@@ -210,7 +215,9 @@ def test_the_probe_says_why_the_weights_were_not_judged_and_never_fails(model):
 
 def test_an_error_reading_the_copy_is_not_called_a_listing_failure(hub, model, monkeypatch):
     """Only the Hub's listing is wrapped as 'could not list': an error in the judging is said as what it is."""
-    from ansible_collections.blackwell.serving.plugins.module_utils import model_check, snapshot
+    from ansible_collections.blackwell.serving.plugins.module_utils import http_session, model_check, snapshot
+
+    monkeypatch.setattr(http_session, "RETRY_DELAY", 0.01)  # the closed port below is asked again
     from ansible_collections.blackwell.serving.plugins.modules import sglang_probe
 
     endpoint, _ = hub
@@ -227,3 +234,28 @@ def test_an_error_reading_the_copy_is_not_called_a_listing_failure(hub, model, m
     assert "could not list" not in got["msg"]
     with pytest.raises(model_check.ListingError, match="could not list org/model"):
         model_check.check(dict(p, endpoint="http://127.0.0.1:9"), "test")
+
+
+def test_a_listing_the_hub_refuses_for_a_passing_reason_is_asked_again(model):
+    """A 503 and a 429 (the Hub's rate limit), then the listing: the module judges the copy as if the first answer
+    had been the listing (one second's wait, then two)."""
+    with serve_in_turn((503, b"busy"), (429, b"slow down"), (200, hub_listing())) as (endpoint, asked):
+        got = snap(model, endpoint)
+    assert not got.get("failed") and got["missing"] == [], got
+    assert len(asked) == 3
+
+
+def test_a_hub_that_keeps_failing_is_named_with_how_often_it_was_asked(model, monkeypatch):
+    from ansible_collections.blackwell.serving.plugins.module_utils import http_session, model_check
+
+    monkeypatch.setattr(http_session, "RETRY_DELAY", 0.01)
+    p = {"path": str(model), "repo_id": REPO_ID, "revision": REV, "token": None, "timeout": 10}
+    with serve_in_turn((503, b"busy")) as (endpoint, asked):
+        with pytest.raises(model_check.ListingError, match=r"HTTP Error 503.*\(asked 4 times\)"):
+            model_check.check(dict(p, endpoint=endpoint), "test")
+    assert len(asked) == 4
+    # a 404 is an answer: asked once, and said without a count
+    with serve_in_turn((404, b"not found")) as (endpoint, asked):
+        with pytest.raises(model_check.ListingError) as exc:
+            model_check.check(dict(p, endpoint=endpoint), "test")
+    assert len(asked) == 1 and "HTTP Error 404" in str(exc.value) and "asked" not in str(exc.value)
