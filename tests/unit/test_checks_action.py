@@ -1,14 +1,10 @@
 """blackwell.serving.checks: several checks in one task, each with its own message, evaluated in order and stopped at
 the first that fails, as the row of assert tasks it replaces in the roles' preflights. Run by ansible-playbook."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 try:
     from ansible.release import __version__ as ANSIBLE_CORE
@@ -51,15 +47,8 @@ PLAYBOOK = """
 
 
 def run(tmp_path, playbook=PLAYBOOK, **extra):
-    (tmp_path / "pb.yml").write_text(playbook)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "result.json"
-    args = {"ansible_python_interpreter": sys.executable, "out": str(out), **extra}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_local_playbook(tmp_path, playbook, {"out": str(out), **extra})
     return json.loads(out.read_text()), proc.stdout
 
 

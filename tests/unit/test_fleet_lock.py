@@ -3,13 +3,10 @@ refused while another run holds it, taken over from a run that is gone, released
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 from ansible_collections.blackwell.serving.plugins.module_utils import fleet_lock
-from conftest import REPO
+from conftest import run_local_playbook
 
 
 def test_take_keep_refuse_take_over_release(tmp_path):
@@ -52,16 +49,9 @@ PLAYBOOK = """
 
 
 def run(tmp_path, check=False, **extra):
-    (tmp_path / "pb.yml").write_text(PLAYBOOK)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "out.json"
-    args = {"ansible_python_interpreter": sys.executable, "out": str(out), "lock": str(tmp_path / "fleet.lock"),
-            **extra}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")] + (["--check"] if check else []),
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_local_playbook(tmp_path, PLAYBOOK, {"out": str(out), "lock": str(tmp_path / "fleet.lock"), **extra},
+                              check=check)
     return json.loads(out.read_text()), proc.stdout + proc.stderr
 
 

@@ -3,11 +3,8 @@ check mode changes nothing and says what a real run changes; a second run change
 no diff and no output; a bad entry or a failed validation stops it with the paths before untouched."""
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 PLAYBOOK = """
 - name: A phase's desired state, written and read back
@@ -57,16 +54,11 @@ PLAYBOOK = """
 
 def run(tmp_path, *flags, key="k-1", description="one", validate="true %s", entries=None):
     pb = PLAYBOOK if entries is None else PLAYBOOK.replace("files: \"{{ entries }}\"", f"files: {json.dumps(entries)}")
-    (tmp_path / "pb.yml").write_text(pb)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "said.json"
     out.unlink(missing_ok=True)
     extra = {"root": str(tmp_path / "root"), "key": key, "description": description, "validate": validate,
-             "out": str(out), "ansible_python_interpreter": sys.executable}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(extra), str(tmp_path / "pb.yml"), *flags],
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+             "out": str(out)}
+    proc = run_local_playbook(tmp_path, pb, extra, flags=flags, env={"ANSIBLE_NOCOLOR": "1"}, must_pass=False)
     said = json.loads(out.read_text()) if out.exists() else None
     return proc, said
 

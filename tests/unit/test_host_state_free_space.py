@@ -45,12 +45,12 @@ def test_the_module_answers_in_the_order_asked_and_expands_home(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
-    from conftest import REPO
+    from conftest import PLAYBOOK_HANG_BOUND, REPO
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-e",
                            f"ansible_python_interpreter={sys.executable}", "-m", "blackwell.serving.host_state",
                            "-a", json.dumps({"free_space": ["~/not-there-yet", "/"]}), "-o"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, env=env, timeout=PLAYBOOK_HANG_BOUND, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout.split("=>", 1)[1])
     home, root = result["free_space"]

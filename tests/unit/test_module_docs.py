@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modrun import REPO, router, run_module  # noqa: F401 (router: a fixture)
+from modrun import HANG_BOUND, REPO, router, run_module  # noqa: F401 (router: a fixture)
 
 MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
 # the options the modules that talk to an sglang server (or its router) share, written once in a doc fragment
@@ -25,7 +25,7 @@ def _ansible_doc(names):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
     out = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "--json", "-t", "module",
                           *(f"blackwell.serving.{n}" for n in names)],
-                         capture_output=True, text=True, env=env, check=True, timeout=120)
+                         capture_output=True, text=True, env=env, check=True, timeout=HANG_BOUND)
     return {k.rsplit(".", 1)[1]: v for k, v in json.loads(out.stdout).items()}
 
 

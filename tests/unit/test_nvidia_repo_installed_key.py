@@ -3,14 +3,10 @@ host's run fetches nothing (one round trip fewer). Any other installed file (ano
 trusted: the key is fetched and checked as on a new host, and written again."""
 import base64
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_local_playbook
 
 ROLE = REPO / "roles" / "nvidia_repo"
 KEY_PATH = "/etc/apt/keyrings/nvidia-cuda.asc"
@@ -59,15 +55,8 @@ def case(state_holds, installed, pinned):
 
 
 def judge(tmp_path, cases):
-    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(role=ROLE))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "judged.json"
-    args = {"ansible_python_interpreter": sys.executable, "cases": cases, "out": str(out)}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_local_playbook(tmp_path, PLAYBOOK.format(role=ROLE), {"cases": cases, "out": str(out)})
     return json.loads(out.read_text())
 
 

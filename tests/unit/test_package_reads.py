@@ -3,14 +3,10 @@ is a fact (ansible_facts['packages']): the fact cache kept it after a converging
 real server) and every task of every later run that does not clear the cache (verify.yml, drift.yml) decoded and
 copied it. A registered read is gone with the run. The RPM family keeps package_facts (host_state reads dpkg)."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_local_playbook
 
 # the role's own expressions, rendered by ansible-playbook for every case at once
 PLAYBOOK = """
@@ -66,17 +62,10 @@ def test_what_the_reads_answer_is_judged_as_package_facts_was(tmp_path):
                  "cuda-nvcc-13-0": "13.0.88-1", "cuda-cudart-13-0": "13.0.96-1", "cuda-nvcc-12-9": "12.9.86-1",
                  "cuda-toolkit-13-0-config-common": "13.0.96-1", "cuda-drivers-580": "580.95.05-1",
                  "libcuda1": "580.95.05-1", "bash": "5.2.15-2"}
-    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(driver=REPO / "roles/nvidia_driver",
-                                                     toolkit=REPO / "roles/cuda_toolkit"))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
     out = tmp_path / "out.json"
-    args = {"ansible_python_interpreter": sys.executable, "out": str(out), "cuda_toolkit_version": "13.0.2",
-            "read": {"changed": False, "holds": True, "installed": installed}}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_local_playbook(tmp_path, PLAYBOOK.format(driver=REPO / "roles/nvidia_driver", toolkit=REPO / "roles/cuda_toolkit"),
+                       {"out": str(out), "cuda_toolkit_version": "13.0.2",
+                        "read": {"changed": False, "holds": True, "installed": installed}})
     got = json.loads(out.read_text())
     assert sorted(got["driver"], key=lambda p: p["name"]) == [
         {"name": n, "version": installed[n]} for n in

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_local_playbook
 
 STACK = yaml.safe_load((REPO / "inventories/production/group_vars/all/stack.yml").read_text())
 
@@ -127,18 +127,8 @@ PLAYBOOK = """
 
 def _verify_reads(tmp_path, extra_vars):
     import json
-    import os
-    import sys
-    from pathlib import Path
-    (tmp_path / "pb.yml").write_text(PLAYBOOK)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
     out = tmp_path / "verify-reads.json"
-    args = {"ansible_python_interpreter": sys.executable, "collection_path": str(REPO), "out": str(out), **extra_vars}
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_local_playbook(tmp_path, PLAYBOOK, {"collection_path": str(REPO), "out": str(out), **extra_vars})
     return json.loads(out.read_text())
 
 

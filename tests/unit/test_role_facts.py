@@ -14,7 +14,7 @@ import jinja2
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import PLAYBOOK_HANG_BOUND, REPO
 
 FACT = re.compile(r"ansible_facts(?:\[['\"]|\.)([a-z_0-9]+)")
 # what ansible.builtin.setup's subsets give: min (platform, distribution, cmdline) and hardware (processor)
@@ -133,7 +133,8 @@ def test_the_forgetting_keeps_the_interpreter_found_and_nothing_else(tmp_path):
     for play in ("seed", "forget", "after"):
         proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-vvv", "-i",
                                str(tmp_path / "hosts.yml"), str(tmp_path / f"{play}.yml")],
-                              capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+                              capture_output=True, text=True, env=env, timeout=PLAYBOOK_HANG_BOUND,
+                              cwd=tmp_path)
         assert proc.returncode == 0, proc.stdout[-3000:]
         runs[play] = proc.stdout
     left = json.loads((tmp_path / "left.json").read_text())

@@ -1,15 +1,11 @@
 """No secret in an error (issue 38, point 5): a role's argument validation prints its whole specification, with each
 default templated, when any input is wrong; a secret must be neither in a default there nor in what is printed."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_local_playbook
 
 SECRET_WORDS = ("api_key", "token", "password", "secret")
 ROLES = sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/argument_specs.yml"))
@@ -58,14 +54,8 @@ BAD = {
 @pytest.mark.parametrize("role", sorted(BAD))
 @pytest.mark.parametrize("verbosity", [[], ["-vvv"]], ids=["default", "vvv"])
 def test_a_validation_error_prints_no_secret(tmp_path, role, verbosity):
-    (tmp_path / "pb.yml").write_text(PLAYBOOK.format(role=role))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
-    args = dict(BAD[role], sglang_service_api_key=KEY, model_weights_token=TOKEN,
-                ansible_python_interpreter=sys.executable)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml"), *verbosity],
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    args = dict(BAD[role], sglang_service_api_key=KEY, model_weights_token=TOKEN)
+    proc = run_local_playbook(tmp_path, PLAYBOOK.format(role=role), args, flags=verbosity, must_pass=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "argument" in out.lower(), out[-2000:]
     assert KEY not in out and TOKEN not in out
@@ -96,13 +86,8 @@ ENTRY = """
 @pytest.mark.parametrize("verbosity", [[], ["-vvv"]], ids=["default", "vvv"])
 def test_a_key_with_a_newline_is_refused_by_name_and_never_shown(tmp_path, role_entry, verbosity):
     role, entry = role_entry
-    (tmp_path / "pb.yml").write_text(ENTRY.format(role=role, entry=entry))
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
-    args = dict(NEWLINE[role_entry], ansible_python_interpreter=sys.executable)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml"), *verbosity],
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    proc = run_local_playbook(tmp_path, ENTRY.format(role=role, entry=entry), NEWLINE[role_entry], flags=verbosity,
+                              must_pass=False)
     out = proc.stdout + proc.stderr
     name = next(iter(NEWLINE[role_entry]))
     assert proc.returncode != 0 and name in out and "control character" in out, out[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import PLAYBOOK_HANG_BOUND, REPO
 from test_service_unit import exec_start
 from tools import server_flags
 
@@ -71,7 +71,7 @@ def render(root, out, extra=None):
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(root / "inventories/production"),
                            str(root / "tests/render/render_unit.yml"), "-e", f"render_dir={out}",
                            "-e", json.dumps(extra or {})],
-                          cwd=str(root), capture_output=True, text=True, timeout=300,
+                          cwd=str(root), capture_output=True, text=True, timeout=PLAYBOOK_HANG_BOUND,
                           # the copy's collection, whatever the environment names (the lab's test runner sets it)
                           env={**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
                                "ANSIBLE_COLLECTIONS_PATH": str(root / ".collections")})

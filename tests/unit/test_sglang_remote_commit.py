@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_local_playbook
+from conftest import PLAYBOOK_HANG_BOUND, REPO, run_local_playbook
 
 PLAYBOOK = """
 - hosts: localhost
@@ -106,8 +106,8 @@ def run_fresh(tmp_path, host_vars, extra_vars):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
     return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
                            "-e", json.dumps(dict(extra_vars, ansible_python_interpreter=sys.executable)),
-                           str(tmp_path / "pb.yml")], capture_output=True, text=True, env=env, timeout=180,
-                          cwd=tmp_path)
+                           str(tmp_path / "pb.yml")], capture_output=True, text=True, env=env,
+                          timeout=PLAYBOOK_HANG_BOUND, cwd=tmp_path)
 
 
 def test_a_host_without_git_has_the_control_node_ask(tmp_path, remote, fresh_host):

@@ -5,13 +5,11 @@ given and prints a report of 8 GPUs; systemctl is a fake that answers the unit's
 systemd)."""
 import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 PLAY = """
 - hosts: localhost
@@ -51,14 +49,8 @@ print("BLACKWELL_NCCL_ALLREDUCE " + json.dumps(report))
 
 
 def play(tmp_path, home, bin_dir, **extra):
-    (tmp_path / "pb.yml").write_text(PLAY)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
-    args = dict({"sglang_service_home": str(home), "ansible_python_interpreter": sys.executable}, **extra)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-               PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(args), str(tmp_path / "pb.yml")],
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path, check=False)
+    return run_local_playbook(tmp_path, PLAY, dict({"sglang_service_home": str(home)}, **extra),
+                              env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, must_pass=False)
 
 
 @pytest.mark.parametrize("state", ["inactive", "failed"])

@@ -11,14 +11,11 @@ import http.server
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import run_local_playbook
 
 PLAYBOOK = """
 - name: unit_deploy against a temp dir
@@ -88,14 +85,9 @@ def host(tmp_path):
 def run(tmp_path, entry, *flags, ok=True, **params):
     root = tmp_path / "root"
     (root / "reasons.json").unlink(missing_ok=True)
-    (tmp_path / "pb.yml").write_text(PLAYBOOK)
-    (tmp_path / "hosts").write_text("localhost ansible_connection=local\n")
-    extra = {"root": str(root), "entry": entry, "ansible_python_interpreter": sys.executable, **params}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"), ANSIBLE_NOCOLOR="1",
-               PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts"),
-                           "-e", json.dumps(extra), str(tmp_path / "pb.yml"), *flags],
-                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    proc = run_local_playbook(tmp_path, PLAYBOOK, {"root": str(root), "entry": entry, **params}, flags=flags,
+                              env={"ANSIBLE_NOCOLOR": "1", "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"},
+                              must_pass=False)
     assert (proc.returncode == 0) == ok, proc.stdout[-3000:] + proc.stderr[-2000:]
     return proc, json.loads((root / "reasons.json").read_text()) if ok else None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import PLAYBOOK_HANG_BOUND, REPO
 from lab import upstream
 from test_service_unit import exec_start
 
@@ -29,7 +29,7 @@ def render(out, extra=None):
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i",
                            str(REPO / "inventories" / "production"), str(REPO / "tests" / "render" / "render_unit.yml"),
                            "-e", f"render_dir={out}", "-e", json.dumps(extra or {})],
-                          cwd=str(REPO), capture_output=True, text=True, timeout=300, env={**os.environ})
+                          cwd=str(REPO), capture_output=True, text=True, timeout=PLAYBOOK_HANG_BOUND, env={**os.environ})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, (out / "gpu-node-01.service").read_text(), out / "gpu-node-01.yaml"
 
