@@ -88,7 +88,6 @@ requirements:
     found: {description: Whether it offers the pinned version., type: bool, sample: true}
 """
 
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 

@@ -216,9 +216,9 @@ def test_the_probe_says_why_the_weights_were_not_judged_and_never_fails(model):
 def test_an_error_reading_the_copy_is_not_called_a_listing_failure(hub, model, monkeypatch):
     """Only the Hub's listing is wrapped as 'could not list': an error in the judging is said as what it is."""
     from ansible_collections.blackwell.serving.plugins.module_utils import http_session, model_check, snapshot
+    from ansible_collections.blackwell.serving.plugins.modules import sglang_probe
 
     monkeypatch.setattr(http_session, "RETRY_DELAY", 0.01)  # the closed port below is asked again
-    from ansible_collections.blackwell.serving.plugins.modules import sglang_probe
 
     endpoint, _ = hub
 
